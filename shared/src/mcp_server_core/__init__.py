@@ -1,0 +1,84 @@
+"""mcp-server-core: the conventions every server of the reference family is built on.
+
+Names are imported on first use, so `import mcp_server_core` stays cheap (a server's `--help` and
+`--print-config` do not pay for fastmcp).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from mcp_server_core import _environment as _environment
+from mcp_server_core._version import __version__
+
+if TYPE_CHECKING:
+    from mcp_server_core.cli import ServerSpec, run
+    from mcp_server_core.conventions import (
+        DEFAULT_BUDGET,
+        Cursor,
+        Rendered,
+        ToolDefinition,
+        cut_to_budget,
+        decode_cursor,
+        encode_cursor,
+        Limit,
+        take_within_budget,
+        tool,
+    )
+    from mcp_server_core.errors import (
+        Conflict,
+        InvalidArgument,
+        NotFound,
+        RateLimited,
+        Refused,
+        ToolFailure,
+        Unavailable,
+        did_you_mean,
+        redact,
+        register_secret,
+    )
+    from mcp_server_core.notifications import ChangeHub
+    from mcp_server_core.server import ReferenceServer
+    from mcp_server_core.settings import ServerSettings
+    from mcp_server_core.toolsets import Toolset
+
+_EXPORTS = {
+    "ServerSpec": "cli",
+    "run": "cli",
+    "DEFAULT_BUDGET": "conventions",
+    "Cursor": "conventions",
+    "Rendered": "conventions",
+    "ToolDefinition": "conventions",
+    "cut_to_budget": "conventions",
+    "decode_cursor": "conventions",
+    "encode_cursor": "conventions",
+    "Limit": "conventions",
+    "take_within_budget": "conventions",
+    "tool": "conventions",
+    "Conflict": "errors",
+    "InvalidArgument": "errors",
+    "NotFound": "errors",
+    "RateLimited": "errors",
+    "Refused": "errors",
+    "ToolFailure": "errors",
+    "Unavailable": "errors",
+    "did_you_mean": "errors",
+    "redact": "errors",
+    "register_secret": "errors",
+    "ChangeHub": "notifications",
+    "ReferenceServer": "server",
+    "ServerSettings": "settings",
+    "Toolset": "toolsets",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_server_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"mcp_server_core.{module}"), name)
+    globals()[name] = value
+    return value

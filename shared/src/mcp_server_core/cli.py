@@ -1,0 +1,113 @@
+"""One command-line shape for every server in the family.
+
+    mcp-server-X [server arguments] [--transport stdio|http] [--host H] [--port P] [--stateless]
+                 [--read-only] [--toolsets a,b|all|default] [--log-level L] [--print-config claude|cursor|vscode]
+
+Every option is also a setting in the environment under the server's prefix (`MCP_DB_READ_ONLY=1`); the
+command line wins. Bearer tokens come from the environment or a file, never from argv, where `ps` shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from mcp_server_core.server import ReferenceServer
+from mcp_server_core.serving import serve
+from mcp_server_core.settings import ServerSettings
+
+__all__ = ["ServerSpec", "host_config", "run"]
+
+S = TypeVar("S", bound=ServerSettings)
+
+HOSTS = ("claude", "cursor", "vscode")
+
+
+@dataclass(frozen=True)
+class ServerSpec(Generic[S]):
+    """What the family's CLI needs to know about one server."""
+
+    distribution: str
+    summary: str
+    settings: type[S]
+    build: Callable[[S], ReferenceServer]
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    """Adds the server's own arguments; each `dest` must be a field of `settings`."""
+
+
+def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
+    prefix = spec.settings.model_config.get("env_prefix", "")
+    parser = argparse.ArgumentParser(
+        prog=spec.distribution,
+        description=spec.summary,
+        epilog=f"Every option is also read from the environment as {prefix}<OPTION>, e.g. {prefix}READ_ONLY=1. "
+        f"HTTP bearer tokens: {prefix}AUTH_TOKEN or --auth-token-file.",
+    )
+    if spec.add_arguments is not None:
+        spec.add_arguments(parser)
+    common = parser.add_argument_group("serving (shared by every server of the family)")
+    common.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or Streamable HTTP")
+    common.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    common.add_argument("--port", type=int, help="HTTP port (default 8000)")
+    common.add_argument("--path", help="HTTP endpoint path (default /mcp)")
+    common.add_argument("--stateless", action="store_const", const=True, help="HTTP without sessions (many workers)")
+    common.add_argument("--read-only", action="store_const", const=True, help="register no tool that writes")
+    common.add_argument("--toolsets", help="comma-separated toolsets, 'all' or 'default'")
+    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
+    common.add_argument("--auth-token-file", help="file of HTTP bearer tokens, one per line")
+    common.add_argument("--allowed-origin", dest="allowed_origins", action="append", help="extra allowed Origin")
+    common.add_argument("--allowed-host", dest="allowed_hosts", action="append", help="extra allowed Host")
+    common.add_argument("--print-config", choices=HOSTS, help="print the host configuration snippet and exit")
+    return parser
+
+
+def host_config(host: str, distribution: str, args: Sequence[str]) -> dict[str, Any]:
+    """The snippet that registers this server, with these arguments, in a host's MCP configuration."""
+    name = distribution.removeprefix("mcp-server-")
+    launch = {"command": "uvx", "args": [distribution, *args]}
+    if host == "vscode":
+        return {"servers": {name: {"type": "stdio", **launch}}}
+    return {"mcpServers": {name: launch}}
+
+
+def _without_print_config(argv: Sequence[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--print-config":
+            skip = True
+        elif not arg.startswith("--print-config="):
+            kept.append(arg)
+    return kept
+
+
+def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
+    """Parse the command line, build the server and serve it."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(spec)
+    args = vars(parser.parse_args(argv))
+    print_config = args.pop("print_config")
+    overrides = {key: value for key, value in args.items() if value is not None}
+    try:
+        settings = spec.settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+        parser.error(problems)
+    if print_config:
+        print(json.dumps(host_config(print_config, spec.distribution, _without_print_config(argv)), indent=2))
+        return
+    try:
+        server = spec.build(settings)
+        serve(server, settings)
+    except ValueError as exc:
+        parser.exit(2, f"{spec.distribution}: error: {exc}\n")
+    except KeyboardInterrupt:
+        pass

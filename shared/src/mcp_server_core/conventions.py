@@ -1,0 +1,226 @@
+"""Tool schema conventions: names, descriptions, annotations, typed results, pagination, output budgets.
+
+A tool is a typed Python function decorated with `tool(...)`. The decorator checks the family's conventions
+when the module is imported (so a fork that breaks one fails at once, not in review) and wraps the function
+so that a `Rendered` result reaches the wire as `structuredContent` plus a compact text rendering cut to the
+tool's byte budget: the same JSON is never sent twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import inspect
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar
+
+import mcp_types
+from fastmcp.tools import Tool
+from fastmcp.tools.base import ToolResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_server_core.errors import InvalidArgument
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Cursor",
+    "Limit",
+    "Rendered",
+    "ToolDefinition",
+    "cut_to_budget",
+    "decode_cursor",
+    "encode_cursor",
+        "take_within_budget",
+    "tool",
+]
+
+DEFAULT_BUDGET = 16_000
+"""Bytes of text a tool result may carry unless the tool says otherwise: about 4,000 tokens."""
+
+_TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_MAX_FIRST_SENTENCE = 200
+
+
+class Rendered(BaseModel):
+    """A typed tool result: its fields become `structuredContent`, `render()` the compact text beside it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def render(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must say how it renders as compact text")
+
+
+def cut_to_budget(text: str, max_bytes: int, how_to_continue: str) -> str:
+    """The text, or its head cut at the last line break within `max_bytes`, saying so and how to read on."""
+    encoded = text.encode()
+    if len(encoded) <= max_bytes:
+        return text
+    head = encoded[:max_bytes].decode(errors="ignore")
+    boundary = head.rfind("\n")
+    if boundary < max_bytes // 2:  # one very long line: cut at a word instead of dropping half the budget
+        boundary = max(head.rfind(" "), 0) or len(head)
+    kept = head[:boundary].rstrip()
+    return f"{kept}\n[cut at {len(kept.encode()):,} of {len(encoded):,} bytes; {how_to_continue}]"
+
+
+def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_bytes: int) -> int:
+    """How many leading items fit in `max_bytes` (always at least one, so a page makes progress)."""
+    used = 0
+    for index, item in enumerate(items):
+        used += size_of(item)
+        if used > max_bytes:
+            return max(index, 1)
+    return len(items)
+
+
+# --- pagination: `limit` and an opaque `cursor` in, `next_cursor` out -------------------------------------
+
+Cursor = Annotated[
+    str | None,
+    Field(description="next_cursor from the previous result; omit for the first page", max_length=4096),
+]
+
+
+Limit = Annotated[int, Field(ge=1, description="Max items to return")]
+"""The family's `limit`: a tool narrows it with its own maximum, `Annotated[Limit, Field(le=500)] = 50`."""
+
+
+def _scope_tag(scope: str) -> str:
+    return hashlib.blake2s(scope.encode(), digest_size=6).hexdigest()
+
+
+def encode_cursor(position: dict[str, Any], *, scope: str = "") -> str:
+    """An opaque cursor for `position`, bound to `scope` (the query it pages) so it cannot page another."""
+    payload = json.dumps({"p": position, "s": _scope_tag(scope)}, separators=(",", ":"), sort_keys=True)
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, *, scope: str = "") -> dict[str, Any]:
+    """The position a cursor from `encode_cursor` holds; an `InvalidArgument` for any other string."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        payload = json.loads(raw)
+        position = payload["p"]
+        tag = payload["s"]
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        raise InvalidArgument(
+            "The cursor is not one this server issued.",
+            hint="Pass next_cursor from the previous result unchanged, or omit cursor to start over.",
+        ) from None
+    if tag != _scope_tag(scope) or not isinstance(position, dict):
+        raise InvalidArgument(
+            "The cursor belongs to a different query.",
+            hint="Repeat the same arguments with it, or omit cursor to start over.",
+        )
+    return position
+
+
+# --- the tool decorator ----------------------------------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A checked tool, ready to become a fastmcp `Tool` on whichever server enables its toolset."""
+
+    fn: Callable[..., Any]
+    name: str
+    title: str
+    annotations: mcp_types.ToolAnnotations
+    budget: int
+    continue_hint: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations.read_only_hint)
+
+    def build(self) -> Tool:
+        return Tool.from_function(
+            _wrap_result(self.fn, self.budget, self.continue_hint),
+            name=self.name,
+            title=self.title,
+            annotations=self.annotations,
+        )
+
+
+def tool(
+    *,
+    title: str,
+    read_only: bool,
+    open_world: bool,
+    destructive: bool = False,
+    idempotent: bool | None = None,
+    name: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    continue_hint: str = "narrow the request or page with cursor to see the rest",
+) -> Callable[[Callable[..., Any]], ToolDefinition]:
+    """Declare a tool with all four annotations; the function's docstring is its description.
+
+    `read_only` and `open_world` have no default because both are claims the author must make. `idempotent`
+    defaults to `read_only` (reads are idempotent, writes are not unless said so); `destructive` only
+    applies to tools that write.
+    """
+    if read_only and destructive:
+        raise ValueError("a read-only tool cannot be destructive")
+
+    def decorate(fn: Callable[..., Any]) -> ToolDefinition:
+        tool_name = name or fn.__name__
+        _check_conventions(tool_name, title, fn)
+        annotations = mcp_types.ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=read_only if idempotent is None else idempotent,
+            open_world_hint=open_world,
+        )
+        return ToolDefinition(fn, tool_name, title, annotations, budget, continue_hint)
+
+    return decorate
+
+
+def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
+    if not _TOOL_NAME.match(name):
+        raise ValueError(f"tool name {name!r} must be snake_case verb_noun, e.g. 'read_file'")
+    if not title.strip():
+        raise ValueError(f"tool {name!r} needs a title")
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise ValueError(f"tool {name!r} needs a docstring whose first sentence says when to use it")
+    first_sentence = re.split(r"(?<=[.!?])\s", doc.strip(), maxsplit=1)[0]
+    if len(first_sentence) > _MAX_FIRST_SENTENCE:
+        raise ValueError(f"tool {name!r}: the first sentence of its description is over {_MAX_FIRST_SENTENCE} chars")
+
+
+def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
+    """Wrap fn so its `Rendered` or text result is budgeted; fastmcp still reads fn's own signature."""
+
+    def convert(result: Any) -> Any:
+        if isinstance(result, Rendered):
+            return ToolResult(
+                content=[mcp_types.TextContent(type="text", text=cut_to_budget(result.render(), budget, continue_hint))],
+                structured_content=result.model_dump(mode="json"),
+            )
+        if isinstance(result, str):
+            return cut_to_budget(result, budget, continue_hint)
+        return result
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            return convert(await fn(*args, **kwargs))
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return convert(fn(*args, **kwargs))
+
+    return run  # type: ignore[return-value]

@@ -1,0 +1,136 @@
+"""The family's tool-failure types and secret redaction.
+
+Domain code raises one of these; `ReferenceServer` turns them into `isError: true` results and everything
+else that can reach a client (protocol errors, logs) passes through `redact`. A failure message says what
+failed, why, and what to try instead, because the reader is a model that will act on it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+import threading
+from collections.abc import Iterable
+
+from fastmcp.exceptions import ToolError
+
+__all__ = [
+    "Conflict",
+    "InvalidArgument",
+    "NotFound",
+    "RateLimited",
+    "Refused",
+    "ToolFailure",
+    "Unavailable",
+    "did_you_mean",
+    "redact",
+    "register_secret",
+]
+
+
+class ToolFailure(ToolError):
+    """A tool call that failed for a reason the model can act on; the base of every category."""
+
+    category = "failed"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.hint = hint
+        super().__init__(redact(f"{message} {hint}" if hint else message))
+
+
+class NotFound(ToolFailure):
+    """The thing the arguments name does not exist (a table, file, channel, issue)."""
+
+    category = "not_found"
+
+
+class InvalidArgument(ToolFailure):
+    """Arguments that pass the schema but cannot be used (a range past the end, an unparsable query)."""
+
+    category = "invalid_argument"
+
+
+class Refused(ToolFailure):
+    """A policy refuses the call: read-only mode, a path outside the roots, a channel not allowed."""
+
+    category = "refused"
+
+
+class Conflict(ToolFailure):
+    """The state is not what the call expected: a stale hash, a target that already exists."""
+
+    category = "conflict"
+
+
+class Unavailable(ToolFailure):
+    """An upstream service failed or timed out; retrying later may work."""
+
+    category = "unavailable"
+
+
+class RateLimited(Unavailable):
+    """An upstream rate limit; says when to retry."""
+
+    category = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: float | None = None, hint: str | None = None) -> None:
+        self.retry_after = retry_after
+        if retry_after is not None and hint is None:
+            hint = f"Retry after {retry_after:.0f} s."
+        super().__init__(message, hint=hint)
+
+
+def did_you_mean(name: str, candidates: Iterable[str], *, noun: str = "name") -> str:
+    """A hint naming the closest candidates, for messages like "table 'ordrs' not found; did you mean 'orders'?"."""
+    pool = list(candidates)
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
+    if close:
+        return "Did you mean " + " or ".join(repr(c) for c in close) + "?"
+    if not pool:
+        return f"There is no {noun} to choose from."
+    shown = ", ".join(repr(c) for c in sorted(pool)[:10])
+    more = f" and {len(pool) - 10} more" if len(pool) > 10 else ""
+    return f"Known {noun}s: {shown}{more}."
+
+
+# Shapes of secrets, redacted wherever they appear. Known values registered at start-up (tokens from settings)
+# are redacted too, whatever their shape.
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # user:password@ in any URL (database URLs, proxies)
+    (re.compile(r"(?P<keep>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+(?=@)"), r"\g<keep>***"),
+    (re.compile(r"(?i)(?P<keep>\bbearer\s+)[A-Za-z0-9\-._~+/]+=*"), r"\g<keep>***"),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "***"),
+    (re.compile(r"\bxox[abposrce]-[A-Za-z0-9-]{8,}"), "***"),
+    (
+        re.compile(r"(?i)(?P<keep>\b(?:password|passwd|pwd|token|secret|api[_-]?key)\s*[=:]\s*)[^\s&;,'\"]+"),
+        r"\g<keep>***",
+    ),
+)
+
+_known_secrets: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Redact this exact value from every message and log line from now on (tokens, passwords from settings)."""
+    if value and len(value) >= 4:
+        with _known_lock:
+            _known_secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """The text with every secret replaced by ***."""
+    for secret in sorted(_known_secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats a record, traceback included, then redacts it: secrets never reach the log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))

@@ -1,0 +1,172 @@
+"""list_changed and resources/updated notifications, driven by real events, debounced and coalesced.
+
+Domain code says *what* changed (`hub.tools_changed()`, `hub.resource_updated(uri)`); the hub decides who
+hears it. Handshake-era clients (2024-11-05 .. 2025-11-25) hear it on their connection's standalone channel
+(stdio, or the GET stream of Streamable HTTP); `resources/updated` only for URIs they subscribed to.
+2026-07-28 clients hear it on the `subscriptions/listen` streams they opened, through the SDK's bus.
+A burst of changes inside the debounce window sends one notification of each kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
+from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+__all__ = ["ChangeHub"]
+
+logger = logging.getLogger(__name__)
+
+_KINDS = ("tools", "resources", "prompts")
+
+
+class ChangeHub:
+    """Fans change events out to every connected client, once per debounce window."""
+
+    def __init__(self, *, debounce: float = 0.05) -> None:
+        self.debounce = debounce
+        # Keyed by the SDK connection (one per client, outliving its requests); weak so a client that went away
+        # without a clean close costs nothing.
+        self._sessions: weakref.WeakKeyDictionary[Connection, ServerSession] = weakref.WeakKeyDictionary()
+        self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
+        self.bus = InMemorySubscriptionBus()
+        self.listen_handler = ListenHandler(self.bus)
+        self._pending_kinds: set[str] = set()
+        self._pending_uris: set[str] = set()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.sent: int = 0
+        """Notifications sent so far (each kind to each client counts once); tests and benchmarks read it."""
+
+    # --- what domain code calls ----------------------------------------------------------------------------
+
+    def tools_changed(self) -> None:
+        self._mark("tools")
+
+    def resources_changed(self) -> None:
+        self._mark("resources")
+
+    def prompts_changed(self) -> None:
+        self._mark("prompts")
+
+    def resource_updated(self, uri: str) -> None:
+        self._mark(None, uri)
+
+    def changed_threadsafe(self, kind: str | None = None, uri: str | None = None) -> None:
+        """The same, from a thread that is not the server's event loop (a file watcher, a poller)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._mark, kind, uri)
+
+    async def flush(self) -> None:
+        """Send what is pending now, without waiting for the debounce window (shutdown, tests)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        kinds, uris = self._pending_kinds, self._pending_uris
+        self._pending_kinds, self._pending_uris = set(), set()
+        for kind in sorted(kinds):
+            await self._send_kind(kind)
+        for uri in sorted(uris):
+            await self._send_updated(uri)
+
+    @property
+    def subscribed_uris(self) -> set[str]:
+        """Every URI some handshake-era client subscribed to: what a watcher must keep an eye on."""
+        return set().union(*self._subscriptions.values()) if self._subscriptions else set()
+
+    # --- wiring into the SDK server (done by ReferenceServer) ------------------------------------------------
+
+    async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """SDK server middleware: remember each handshake-era connection so change events can reach it."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # The SDK keeps the per-client Connection private to the session; it is the only object that
+            # identifies one client across its requests, so the hub keys on it.
+            connection: Connection = ctx.session._connection
+            if connection not in self._sessions:
+                self._sessions[connection] = ctx.session
+                self._remember_loop()
+        return await call_next(ctx)
+
+    async def on_subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+        self._subscriptions.setdefault(ctx.session._connection, set()).add(str(params.uri))
+        return EmptyResult()
+
+    async def on_unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        self._subscriptions.get(ctx.session._connection, set()).discard(str(params.uri))
+        return EmptyResult()
+
+    # --- internals -------------------------------------------------------------------------------------------
+
+    def _remember_loop(self) -> None:
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+
+    def _mark(self, kind: str | None, uri: str | None = None) -> None:
+        if kind is not None:
+            if kind not in _KINDS:
+                raise ValueError(f"unknown change kind {kind!r}; expected one of {_KINDS}")
+            self._pending_kinds.add(kind)
+        if uri is not None:
+            self._pending_uris.add(uri)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # nothing is serving yet: no client can have a stale list
+        self._loop = loop
+        if self._flush_handle is None:
+            self._flush_handle = loop.call_later(self.debounce, self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._flush_handle = None
+        task = asyncio.get_running_loop().create_task(self.flush())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_kind(self, kind: str) -> None:
+        event: ServerEvent = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[
+            kind
+        ]()
+        await self.bus.publish(event)
+        for session in list(self._sessions.values()):
+            sender = {
+                "tools": session.send_tool_list_changed,
+                "resources": session.send_resource_list_changed,
+                "prompts": session.send_prompt_list_changed,
+            }[kind]
+            await self._deliver(sender())
+
+    async def _send_updated(self, uri: str) -> None:
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        for connection, uris in list(self._subscriptions.items()):
+            session = self._sessions.get(connection)
+            if session is not None and uri in uris:
+                await self._deliver(session.send_resource_updated(uri))
+
+    async def _deliver(self, sending: Any) -> None:
+        # Notifications are advisory: a client that left must not stop the others from hearing it.
+        try:
+            await sending
+            self.sent += 1
+        except Exception:
+            logger.debug("a change notification could not be delivered", exc_info=True)

@@ -1,0 +1,172 @@
+"""`ReferenceServer`: FastMCP with the family's error split, notifications and compact listings.
+
+This is the one place where errors are translated to the wire:
+- an unknown tool is a JSON-RPC error -32602 (fastmcp 4.2.3 answers it with an isError result);
+- arguments that fail the input schema are an isError result naming each bad field (SEP-1303, 2025-11-25);
+- a `ToolFailure` raised by domain code is an isError result with its actionable message;
+- any other exception is an isError result with a short masked message, its traceback only in the log;
+- every message is redacted of secrets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import mcp_types
+from fastmcp import FastMCP
+from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, ToolError, ValidationError
+from fastmcp.tools.base import ToolResult
+from fastmcp.utilities.versions import VersionSpec
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
+from pydantic import ValidationError as PydanticValidationError
+
+from mcp_server_core.errors import did_you_mean, redact
+from mcp_server_core.notifications import ChangeHub
+from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
+
+__all__ = ["ReferenceServer"]
+
+logger = logging.getLogger(__name__)
+
+
+class ReferenceServer(FastMCP[Any]):
+    """A FastMCP server that follows the family's conventions; build one per server in its `server.py`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        version: str,
+        instructions: str | None = None,
+        toolsets: Sequence[Toolset] = (),
+        enabled_toolsets: str | Iterable[str] | None = None,
+        read_only: bool = False,
+        debounce: float = 0.05,
+        **fastmcp_options: Any,
+    ) -> None:
+        # Set before FastMCP's constructor, which registers the protocol handlers that use it.
+        self.changes = ChangeHub(debounce=debounce)
+        super().__init__(
+            name,
+            instructions,
+            version=version,
+            # Masked: an unexpected exception's text may hold paths, SQL or secrets; its traceback goes to the log.
+            mask_error_details=True,
+            **fastmcp_options,
+        )
+        # First in the SDK's chain, so every handshake-era connection is known before any handler runs.
+        self._mcp_server.middleware.insert(0, self.changes.track)
+        self.read_only = read_only
+        self.toolsets = Toolsets(self, toolsets, read_only=read_only)
+        for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
+            self.toolsets.enable(toolset_name)
+
+    # --- handlers fastmcp lacks ------------------------------------------------------------------------------
+
+    def _setup_handlers(self) -> None:
+        super()._setup_handlers()
+        sdk = self._mcp_server
+        sdk.add_request_handler("resources/subscribe", SubscribeRequestParams, self._on_subscribe)
+        sdk.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.changes.on_unsubscribe)
+        # 2026-07-28 clients receive change events on listen streams instead of the standalone channel.
+        sdk.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, self.changes.listen_handler)
+
+    async def _on_subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+    ) -> mcp_types.EmptyResult:
+        uri = str(params.uri)
+        if await self.get_resource(uri) is None and await self.get_resource_template(uri) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri!r}", data={"uri": uri})
+        return await self.changes.on_subscribe(ctx, params)
+
+    # --- the error split -------------------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        version: VersionSpec | None = None,
+        run_middleware: bool = True,
+    ) -> ToolResult:
+        if not run_middleware:  # the inner call of fastmcp's middleware chain: translate once, outside it
+            return await super().call_tool(name, arguments, version=version, run_middleware=False)
+        try:
+            return await super().call_tool(name, arguments, version=version)
+        except (NotFoundError, DisabledError) as exc:
+            if await self.get_tool(name, version=version) is None:
+                known = [t.name for t in await self.list_tools()]
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=redact(f"Unknown tool: {name!r}. {did_you_mean(name, known, noun='tool')}"),
+                    data={"name": name},
+                ) from exc
+            raise ToolError(redact(str(exc))) from exc
+        except ValidationError as exc:
+            raise ToolError(_argument_error(name, exc)) from exc
+        except ToolError as exc:
+            cause = exc.__cause__
+            if cause is not None and not isinstance(cause, FastMCPError) and str(exc) == f"Error calling tool {name!r}":
+                raise ToolError(
+                    f"Tool {name!r} failed unexpectedly ({type(cause).__name__}); the details are in the server log."
+                ) from cause
+            message = redact(str(exc))
+            if message == str(exc):
+                raise
+            raise ToolError(message) from exc
+
+    # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        result = await super()._on_list_tools(ctx, params)
+        result.tools = [_without_fastmcp_meta(t) for t in result.tools]
+        return result
+
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListResourcesResult:
+        result = await super()._on_list_resources(ctx, params)
+        result.resources = [_without_fastmcp_meta(r) for r in result.resources]
+        return result
+
+    async def _on_list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListResourceTemplatesResult:
+        result = await super()._on_list_resource_templates(ctx, params)
+        result.resource_templates = [_without_fastmcp_meta(t) for t in result.resource_templates]
+        return result
+
+    async def _on_list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListPromptsResult:
+        result = await super()._on_list_prompts(ctx, params)
+        result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
+        return result
+
+
+def _without_fastmcp_meta(component: Any) -> Any:
+    meta = component.meta
+    if not meta or "fastmcp" not in meta:
+        return component
+    rest = {k: v for k, v in meta.items() if k != "fastmcp"}
+    return component.model_copy(update={"meta": rest or None})
+
+
+def _argument_error(tool_name: str, exc: ValidationError) -> str:
+    """One line per bad field, without pydantic's URLs or echoed input values."""
+    cause = exc.__cause__
+    if not isinstance(cause, PydanticValidationError):
+        return redact(str(exc))
+    problems = []
+    for error in cause.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    return redact(
+        f"Invalid arguments for {tool_name!r}: " + "; ".join(problems) + ". Fix them to match the tool's inputSchema."
+    )

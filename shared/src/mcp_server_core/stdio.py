@@ -1,0 +1,171 @@
+"""The stdio transport: one JSON-RPC message per line, and an answer for every line that is not one.
+
+The SDK's transport drops a malformed line silently, so a client waits forever. Here:
+- a line that is not JSON gets -32700 (id null); JSON that is not a JSON-RPC message gets -32600, with the id
+  when one can be read; a batch gets -32600 (MCP dropped batches in 2025-06-18);
+- a line over `max_line_bytes` is skipped without being held in memory whole and gets -32600;
+- when stdin closes, requests already read are answered (up to `drain_timeout`) before the server exits;
+- while serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray print() in domain code or a
+  child process cannot corrupt the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import BinaryIO
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+
+__all__ = ["MAX_LINE_BYTES", "stdio_transport"]
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""A request larger than this is refused: 8 MiB is far beyond any honest tool call."""
+
+
+def _error(request_id: RequestId | None, code: int, message: str) -> SessionMessage:
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
+
+
+def _diagnose(line: bytes) -> SessionMessage:
+    """The error answer for a line that did not validate as a JSON-RPC message."""
+    try:
+        data = json.loads(line)
+    except ValueError:  # includes invalid UTF-8
+        return _error(None, PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON; send one JSON-RPC message per line.")
+    if isinstance(data, list):
+        return _error(None, INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 removed them).")
+    request_id = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        request_id = None
+    return _error(
+        request_id,
+        INVALID_REQUEST,
+        "Invalid Request: expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\", a string \"method\" and an "
+        "optional string or integer \"id\".",
+    )
+
+
+def _claim_std_streams() -> tuple[int, int, int, int]:
+    """Private duplicates of fd 0 and 1 for the wire; fd 0 then reads /dev/null and fd 1 writes to stderr."""
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return wire_in, wire_out, saved_in, saved_out
+
+
+def _restore_std_streams(saved_in: int, saved_out: int) -> None:
+    sys.stdout.flush()
+    os.dup2(saved_in, 0)
+    os.dup2(saved_out, 1)
+    os.close(saved_in)
+    os.close(saved_out)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    *,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    drain_timeout: float = 10.0,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    """Serve over the process's stdin/stdout (or the given binary files), yielding the SDK's stream pair."""
+    saved: tuple[int, int] | None = None
+    if stdin is None or stdout is None:
+        wire_in, wire_out, saved_in, saved_out = _claim_std_streams()
+        saved = (saved_in, saved_out)
+        stdin = os.fdopen(wire_in, "rb")
+        stdout = os.fdopen(wire_out, "wb")
+    source, sink = stdin, stdout
+
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    answers = write_send.clone()
+    in_flight: set[str] = set()
+
+    async def read_line() -> bytes:
+        # abandon_on_cancel: a read blocked on an idle stdin must not hold up shutdown.
+        return await anyio.to_thread.run_sync(source.readline, max_line_bytes + 1, abandon_on_cancel=True)
+
+    async def reader() -> None:
+        async with read_send, answers:
+            while line := await read_line():
+                if len(line) > max_line_bytes and not line.endswith(b"\n"):
+                    while (rest := await read_line()) and not rest.endswith(b"\n"):
+                        pass
+                    await answers.send(
+                        _error(None, INVALID_REQUEST, f"Invalid Request: the message exceeds {max_line_bytes:,} bytes.")
+                    )
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError:
+                    await answers.send(_diagnose(line))
+                    continue
+                if isinstance(message, JSONRPCRequest):
+                    in_flight.add(repr(message.id))
+                elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                    # A cancelled request is never answered, so the drain must not wait for it.
+                    in_flight.discard(repr((message.params or {}).get("requestId")))
+                await read_send.send(SessionMessage(message))
+            # stdin closed: let requests already read finish before the server's read side ends.
+            with anyio.move_on_after(drain_timeout):
+                while in_flight:
+                    await anyio.sleep(0.01)
+
+    written = anyio.Event()
+
+    async def writer() -> None:
+        async with write_recv:
+            async for session_message in write_recv:
+                message = session_message.message
+                if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+                    in_flight.discard(repr(message.id))
+                data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+                await anyio.to_thread.run_sync(_write_all, sink, data)
+        written.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            yield read_recv, write_send
+            # The server is done: flush what it wrote, then stop reading (stdin may still be open).
+            await write_send.aclose()
+            with anyio.move_on_after(2):
+                await written.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        if saved is not None:
+            _restore_std_streams(*saved)
+
+
+def _write_all(sink: BinaryIO, data: bytes) -> None:
+    sink.write(data)
+    sink.flush()
