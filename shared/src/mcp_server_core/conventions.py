@@ -32,6 +32,7 @@ __all__ = [
     "Limit",
     "Rendered",
     "ToolDefinition",
+    "compact_schema",
     "cut_to_budget",
     "decode_cursor",
     "encode_cursor",
@@ -76,6 +77,32 @@ def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_
         if used > max_bytes:
             return max(index, 1)
     return len(items)
+
+
+def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
+    """The same contract in fewer bytes: what tools/list sends, since every byte is paid for in context.
+
+    - an optional field that defaults to null is advertised as its plain type (not required, no default);
+    - output schemas drop `additionalProperties: false`, which only constrains the server.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: walk(value) for key, value in node.items()}
+        variants = node.get("anyOf")
+        if "default" in node and node["default"] is None and isinstance(variants, list):
+            kept = [v for v in variants if v != {"type": "null"}]
+            if len(kept) == 1 and len(variants) == 2:
+                node = {**{k: v for k, v in node.items() if k not in ("anyOf", "default")}, **kept[0]}
+        if output and node.get("additionalProperties") is False:
+            del node["additionalProperties"]
+        return node
+
+    compacted: dict[str, Any] = walk(schema)
+    return compacted
 
 
 # --- pagination: `limit` and an opaque `cursor` in, `next_cursor` out -------------------------------------
@@ -142,11 +169,14 @@ class ToolDefinition:
         return bool(self.annotations.read_only_hint)
 
     def build(self) -> Tool:
+        # A tool that answers in plain text has nothing structured to describe: no outputSchema.
+        returns_text = inspect.signature(self.fn, eval_str=True).return_annotation is str
         return Tool.from_function(
             _wrap_result(self.fn, self.budget, self.continue_hint),
             name=self.name,
             title=self.title,
             annotations=self.annotations,
+            **({"output_schema": None} if returns_text else {}),
         )
 
 
@@ -205,7 +235,8 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
         if isinstance(result, Rendered):
             return ToolResult(
                 content=[mcp_types.TextContent(type="text", text=cut_to_budget(result.render(), budget, continue_hint))],
-                structured_content=result.model_dump(mode="json"),
+                # None fields are left out; compact_schema advertises them as optional, not nullable.
+                structured_content=result.model_dump(mode="json", exclude_none=True),
             )
         if isinstance(result, str):
             return cut_to_budget(result, budget, continue_hint)

@@ -37,7 +37,10 @@ _KINDS = ("tools", "resources", "prompts")
 
 
 class ChangeHub:
-    """Fans change events out to every connected client, once per debounce window."""
+    """Fans change events out to every connected client, once per debounce window.
+
+    Its methods may be called from any thread; delivery happens on the server's event loop.
+    """
 
     def __init__(self, *, debounce: float = 0.05) -> None:
         self.debounce = debounce
@@ -68,11 +71,6 @@ class ChangeHub:
 
     def resource_updated(self, uri: str) -> None:
         self._mark(None, uri)
-
-    def changed_threadsafe(self, kind: str | None = None, uri: str | None = None) -> None:
-        """The same, from a thread that is not the server's event loop (a file watcher, a poller)."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._mark, kind, uri)
 
     async def flush(self) -> None:
         """Send what is pending now, without waiting for the debounce window (shutdown, tests)."""
@@ -123,16 +121,19 @@ class ChangeHub:
             pass
 
     def _mark(self, kind: str | None, uri: str | None = None) -> None:
+        # Callable from any thread: sync tools run in worker threads, file watchers and pollers in their own.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._mark, kind, uri)
+            return  # no loop known yet: nothing is serving, so no client can hold a stale list
         if kind is not None:
             if kind not in _KINDS:
                 raise ValueError(f"unknown change kind {kind!r}; expected one of {_KINDS}")
             self._pending_kinds.add(kind)
         if uri is not None:
             self._pending_uris.add(uri)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # nothing is serving yet: no client can have a stale list
         self._loop = loop
         if self._flush_handle is None:
             self._flush_handle = loop.call_later(self.debounce, self._start_flush)

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
 from pydantic import ValidationError as PydanticValidationError
 
+from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import did_you_mean, redact
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
@@ -125,7 +126,7 @@ class ReferenceServer(FastMCP[Any]):
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
         result = await super()._on_list_tools(ctx, params)
-        result.tools = [_without_fastmcp_meta(t) for t in result.tools]
+        result.tools = [_compact_tool(t) for t in result.tools]
         return result
 
     async def _on_list_resources(
@@ -148,6 +149,21 @@ class ReferenceServer(FastMCP[Any]):
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
+
+
+def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
+    annotations = wire_tool.annotations
+    if annotations is not None and annotations.title == wire_tool.title:
+        # The top-level title wins over annotations.title (spec, Tool): sending both says it twice.
+        annotations = annotations.model_copy(update={"title": None})
+    compacted = wire_tool.model_copy(
+        update={
+            "input_schema": compact_schema(wire_tool.input_schema),
+            "output_schema": compact_schema(wire_tool.output_schema, output=True) if wire_tool.output_schema else None,
+            "annotations": annotations,
+        }
+    )
+    return _without_fastmcp_meta(compacted)
 
 
 def _without_fastmcp_meta(component: Any) -> Any:

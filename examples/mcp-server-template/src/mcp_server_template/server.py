@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from fastmcp.prompts import Message
 from fastmcp.resources import FunctionResource, ResourceTemplate
 from mcp_server_core import ReferenceServer, ServerSpec
@@ -80,9 +82,17 @@ def build_server(settings: TemplateSettings) -> ReferenceServer:
     return server
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--notes-dir", help="folder the notes live in")
+    parser.add_argument(
+        "--conformance", action="store_const", const=True, help="also serve the official conformance fixtures"
+    )
+
+
 SPEC = ServerSpec(
     distribution="mcp-server-template",
     summary="Notes in a folder over MCP: the template of the reference server family.",
     settings=TemplateSettings,
     build=build_server,
+    add_arguments=add_arguments,
 )

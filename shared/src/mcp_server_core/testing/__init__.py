@@ -1,0 +1,28 @@
+"""The testing kit: raw wire clients, an in-memory client per protocol era, and the contract suite.
+
+Import it from tests only (it needs pytest): `from mcp_server_core.testing import ContractSuite, StdioWire`.
+"""
+
+from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
+from mcp_server_core.testing.wire import (
+    HttpWire,
+    StdioWire,
+    WireError,
+    free_port,
+    modern_meta,
+    python_module,
+    spawn_http_server,
+)
+
+__all__ = [
+    "ERAS",
+    "ContractSuite",
+    "HttpWire",
+    "StdioWire",
+    "WireError",
+    "free_port",
+    "modern_meta",
+    "python_module",
+    "spawn_http_server",
+    "tools_list_bytes",
+]

@@ -1,0 +1,185 @@
+"""The contract every server of the family passes; a fork subclasses it in its own tests.
+
+    class TestContract(ContractSuite):
+        budget = 3_000
+        @pytest.fixture
+        def server(self, tmp_path): return build_server(...)
+        def failing_calls(self): return [("read_note", {"name": "missing"})]
+        def state(self, server): return sorted(...)      # what a failed call must leave unchanged
+        def stdio_command(self, tmp_path): return [...]  # argv that serves the same over stdio
+
+Each check runs through the real protocol: the in-memory client for both protocol eras, and a subprocess
+over stdio for the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jsonschema
+import pytest
+from fastmcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from mcp_server_core.errors import redact
+from mcp_server_core.server import ReferenceServer
+from mcp_server_core.testing.wire import StdioWire
+
+__all__ = ["ContractSuite", "tools_list_bytes"]
+
+ERAS = ("legacy", "2026-07-28")
+_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_TRACEBACK_MARKERS = ("Traceback (most recent call last)", 'File "/', ".py\", line ")
+
+
+async def tools_list_bytes(server: ReferenceServer) -> int:
+    """Bytes of the compact JSON `tools/list` result a handshake-era client receives: the context it costs."""
+    async with Client(server, mode="legacy") as client:
+        result = await client.list_tools_mcp()
+    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return len(json.dumps({"tools": wire["tools"]}, separators=(",", ":")).encode())
+
+
+class ContractSuite:
+    budget: ClassVar[int]
+    """The most bytes tools/list may cost with the default toolsets."""
+
+    secrets: ClassVar[tuple[str, ...]] = ()
+    """Values (tokens, passwords) the server was configured with: no error or log line may contain one."""
+
+    @pytest.fixture
+    def server(self) -> ReferenceServer:
+        raise NotImplementedError("the subclass provides the server under test")
+
+    def failing_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Calls that must fail with an isError result and change nothing."""
+        raise NotImplementedError
+
+    def state(self, server: ReferenceServer) -> Any:
+        """A comparable picture of what the server's tools can change."""
+        raise NotImplementedError
+
+    def stdio_command(self, tmp_path: Path) -> list[str]:
+        """argv that serves this server over stdio."""
+        raise NotImplementedError
+
+    @pytest.fixture(params=ERAS)
+    async def client(self, server: ReferenceServer, request: pytest.FixtureRequest) -> AsyncIterator[Client[Any]]:
+        async with Client(server, mode=request.param) as connected:
+            yield connected
+
+    # --- schema conventions ----------------------------------------------------------------------------------
+
+    async def test_every_tool_has_a_title_a_description_and_all_four_annotations(self, client: Client[Any]) -> None:
+        tools = await client.list_tools()
+        assert tools, "a server with no tools has nothing to offer"
+        for tool in tools:
+            assert tool.title, tool.name
+            assert tool.description and tool.description.strip(), tool.name
+            hints = tool.annotations
+            assert hints is not None, tool.name
+            for hint in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
+                assert isinstance(getattr(hints, hint), bool), f"{tool.name}: {hint} missing"
+
+    async def test_tool_names_are_snake_case_verb_noun(self, client: Client[Any]) -> None:
+        for tool in await client.list_tools():
+            assert _NAME.match(tool.name), tool.name
+
+    async def test_pagination_has_one_shape(self, client: Client[Any]) -> None:
+        for tool in await client.list_tools():
+            properties = tool.input_schema.get("properties", {})
+            if "limit" in properties:
+                limit = properties["limit"]
+                assert limit.get("type") == "integer" and limit.get("minimum", 0) >= 1 and "maximum" in limit, tool.name
+            if "cursor" in properties:
+                assert "limit" in properties, f"{tool.name} pages with cursor but has no limit"
+                output = (tool.output_schema or {}).get("properties", {})
+                assert "next_cursor" in output, f"{tool.name} takes a cursor but gives no next_cursor"
+
+    async def test_tools_list_is_within_its_budget(self, server: ReferenceServer) -> None:
+        size = await tools_list_bytes(server)
+        assert size <= self.budget, f"tools/list is {size:,} bytes; the budget is {self.budget:,}"
+
+    # --- the error split -------------------------------------------------------------------------------------
+
+    async def test_unknown_tool_is_a_protocol_error(self, client: Client[Any]) -> None:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool_mcp("no_such_tool", {})
+        assert raised.value.error.code == INVALID_PARAMS
+        assert "no_such_tool" in raised.value.error.message
+
+    async def test_arguments_failing_the_schema_are_a_tool_error_naming_the_field(self, client: Client[Any]) -> None:
+        tool, field = await _tool_with_required_argument(client)
+        result = await client.call_tool_mcp(tool, {field: {"surely": ["not", "valid"]}})
+        assert result.is_error
+        text = _text(result)
+        assert field in text and "https://" not in text, text
+
+    async def test_failing_calls_are_tool_errors_and_change_nothing(
+        self, server: ReferenceServer, client: Client[Any]
+    ) -> None:
+        for name, arguments in self.failing_calls():
+            before = self.state(server)
+            result = await client.call_tool_mcp(name, arguments)
+            assert result.is_error, f"{name}({arguments}) should fail"
+            assert self.state(server) == before, f"{name}({arguments}) failed but changed the state"
+            text = _text(result)
+            assert text.strip(), f"{name}: an error needs a message"
+            _assert_clean(text, self.secrets)
+
+    async def test_structured_results_match_their_output_schema(self, client: Client[Any]) -> None:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        for name, arguments in self.sample_calls():
+            result = await client.call_tool_mcp(name, arguments)
+            assert not result.is_error, f"{name}: {_text(result)}"
+            schema = tools[name].output_schema
+            if schema is not None:
+                assert result.structured_content is not None, name
+                jsonschema.validate(result.structured_content, schema)
+                rendered = _text(result)
+                assert rendered != json.dumps(result.structured_content), f"{name} sends the same JSON twice"
+
+    def sample_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Calls that must succeed; their structured content is checked against the tool's outputSchema."""
+        return []
+
+    # --- the wire --------------------------------------------------------------------------------------------
+
+    def test_stdio_speaks_only_json_rpc_and_exits_when_stdin_closes(self, tmp_path: Path) -> None:
+        with StdioWire(self.stdio_command(tmp_path)) as wire:
+            init = wire.initialize()
+            assert "result" in init, init
+            listed = wire.request("tools/list")
+            assert listed["result"]["tools"], listed
+            unknown = wire.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+            assert unknown["error"]["code"] == INVALID_PARAMS
+            assert wire.close() == 0
+            for line in wire.raw_lines:
+                assert json.loads(line)["jsonrpc"] == "2.0"
+            _assert_clean(wire.stderr, self.secrets, tracebacks_allowed=True)
+
+
+async def _tool_with_required_argument(client: Client[Any]) -> tuple[str, str]:
+    for tool in await client.list_tools():
+        required = tool.input_schema.get("required", [])
+        if required:
+            return tool.name, required[0]
+    pytest.skip("no tool takes a required argument")
+
+
+def _text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+def _assert_clean(text: str, secrets: tuple[str, ...], *, tracebacks_allowed: bool = False) -> None:
+    for secret in secrets:
+        assert secret not in text, "a configured secret leaked"
+    assert redact(text) == text, f"an unredacted secret shape leaked: {text[:300]!r}"
+    if not tracebacks_allowed:
+        for marker in _TRACEBACK_MARKERS:
+            assert marker not in text, f"a traceback reached the client: {text[:300]!r}"

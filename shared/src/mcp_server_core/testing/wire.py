@@ -1,0 +1,320 @@
+"""Clients that speak raw JSON-RPC to a server process, over stdio and over Streamable HTTP.
+
+They send exactly the bytes a test gives them and keep every byte the server writes, so tests can check the
+wire itself: what is on stdout, which error code came back, which notifications arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx2
+
+__all__ = ["HttpWire", "StdioWire", "WireError", "free_port", "spawn_http_server"]
+
+LATEST_HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+CLIENT_INFO = {"name": "mcp-server-core-wire", "version": "1"}
+
+Message = dict[str, Any]
+
+
+class WireError(AssertionError):
+    """The server did not answer as the protocol requires (timeout, garbage on stdout, wrong id)."""
+
+
+def modern_meta(version: str = MODERN) -> dict[str, Any]:
+    """The per-request `_meta` envelope of the 2026-07-28 revision."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
+class StdioWire:
+    """A server subprocess on pipes; one JSON-RPC message per line each way."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+        self.raw_lines: list[bytes] = []
+        """Every line the server wrote to stdout, as written."""
+        self.notifications: list[Message] = []
+        self._inbox: queue.Queue[Message | None] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.raw_lines.append(line)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = {"__not_json__": line.decode(errors="replace")}
+            self._inbox.put(message)
+        self._inbox.put(None)
+
+    # --- sending ---------------------------------------------------------------------------------------------
+
+    def send(self, message: Message | str | bytes) -> None:
+        """Write one line: a dict as compact JSON, str/bytes exactly as given (a newline is added)."""
+        if isinstance(message, dict):
+            data = json.dumps(message, separators=(",", ":")).encode()
+        elif isinstance(message, str):
+            data = message.encode()
+        else:
+            data = message
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, **({"params": dict(params)} if params is not None else {})})
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 15.0) -> Message:
+        """Send a request and return its response (result or error); notifications are kept aside."""
+        request_id = next(self._ids)
+        body: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = dict(params)
+        self.send(body)
+        return self.response_to(request_id, timeout=timeout)
+
+    def initialize(self, version: str = LATEST_HANDSHAKE, capabilities: Mapping[str, Any] | None = None) -> Message:
+        response = self.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": dict(capabilities or {}), "clientInfo": CLIENT_INFO},
+        )
+        self.notify("notifications/initialized")
+        return response
+
+    # --- receiving -------------------------------------------------------------------------------------------
+
+    def receive(self, timeout: float = 15.0) -> Message:
+        """The next message the server sends, whatever it is."""
+        try:
+            message = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            raise WireError(f"no message within {timeout} s; stderr:\n{self.stderr[-2000:]}") from None
+        if message is None:
+            self._inbox.put(None)
+            raise WireError(f"the server closed stdout; exit code {self.proc.poll()}; stderr:\n{self.stderr[-2000:]}")
+        if "__not_json__" in message:
+            raise WireError(f"the server wrote a line that is not JSON: {message['__not_json__']!r}")
+        return message
+
+    def response_to(self, request_id: Any, *, timeout: float = 15.0) -> Message:
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.receive(timeout=max(deadline - time.monotonic(), 0.01))
+            if "method" in message and "id" not in message:
+                self.notifications.append(message)
+                continue
+            if message.get("id") == request_id:
+                return message
+            raise WireError(f"expected the response to id {request_id!r}, got {message!r}")
+
+    def wait_for_notification(self, method: str, *, timeout: float = 10.0) -> Message:
+        deadline = time.monotonic() + timeout
+        while True:
+            for index, note in enumerate(self.notifications):
+                if note.get("method") == method:
+                    return self.notifications.pop(index)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireError(f"no {method} within {timeout} s; saw {self.notifications!r}")
+            with contextlib.suppress(WireError):
+                message = self.receive(timeout=min(remaining, 0.2))
+                if "method" in message and "id" not in message:
+                    self.notifications.append(message)
+                else:
+                    raise WireError(f"unexpected message while waiting for {method}: {message!r}")
+
+    # --- ending ----------------------------------------------------------------------------------------------
+
+    @property
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def close(self, timeout: float = 15.0) -> int:
+        """Close stdin (the client leaves) and return the exit code."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise WireError(f"the server did not exit within {timeout} s of stdin closing") from None
+
+    def __enter__(self) -> StdioWire:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(WireError):
+                self.close(timeout=5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self._stderr.close()
+
+
+class HttpWire:
+    """A Streamable HTTP client that posts raw JSON-RPC and reads JSON or SSE answers."""
+
+    def __init__(self, url: str, *, token: str | None = None, headers: Mapping[str, str] | None = None) -> None:
+        self.url = url
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.notifications: list[Message] = []
+        base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if token:
+            base["Authorization"] = f"Bearer {token}"
+        self.client = httpx2.Client(headers={**base, **(headers or {})}, timeout=30.0)
+        self._ids = itertools.count(1)
+
+    def post(self, body: Message | str | bytes, *, headers: Mapping[str, str] | None = None) -> httpx2.Response:
+        """POST exactly this body; session and protocol headers are added once known."""
+        extra: dict[str, str] = {}
+        if self.session_id:
+            extra["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version:
+            extra["MCP-Protocol-Version"] = self.protocol_version
+        content = json.dumps(body).encode() if isinstance(body, dict) else body
+        if isinstance(content, str):
+            content = content.encode()
+        return self.client.post(self.url, content=content, headers={**extra, **(headers or {})})
+
+    def messages(self, response: httpx2.Response) -> list[Message]:
+        """The JSON-RPC messages in a response body, JSON or SSE."""
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            found = []
+            for line in response.text.splitlines():
+                if line.startswith("data:") and line[5:].strip():
+                    found.append(json.loads(line[5:]))
+            return found
+        if not response.content:
+            return []
+        data = response.json()
+        return data if isinstance(data, list) else [data]
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, headers: Mapping[str, str] | None = None
+    ) -> Message:
+        request_id = next(self._ids)
+        body: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = dict(params)
+        response = self.post(body, headers=headers)
+        for message in self.messages(response):
+            if message.get("id") == request_id:
+                return message
+            self.notifications.append(message)
+        raise WireError(f"HTTP {response.status_code}: no response to id {request_id}: {response.text[:500]!r}")
+
+    def initialize(self, version: str = LATEST_HANDSHAKE) -> Message:
+        request_id = next(self._ids)
+        response = self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            }
+        )
+        self.session_id = response.headers.get("mcp-session-id")
+        answer = next((m for m in self.messages(response) if m.get("id") == request_id), None)
+        if answer is None:
+            raise WireError(f"HTTP {response.status_code}: no initialize answer: {response.text[:500]!r}")
+        self.protocol_version = answer.get("result", {}).get("protocolVersion")
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def close(self) -> None:
+        if self.session_id:
+            with contextlib.suppress(httpx2.HTTPError):
+                self.client.delete(self.url, headers={"Mcp-Session-Id": self.session_id})
+        self.client.close()
+
+    def __enter__(self) -> HttpWire:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def spawn_http_server(
+    argv: Sequence[str], *, port: int | None = None, env: Mapping[str, str] | None = None, ready_timeout: float = 30.0
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts."""
+    port = port or free_port()
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [*argv, "--transport", "http", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise WireError(f"the HTTP server exited with {proc.returncode}: {log.read().decode()[-2000:]}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise WireError(f"the HTTP server did not listen on {port} within {ready_timeout} s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """argv that runs `python -m module args` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
