@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from mcp_server_core.conventions import (
         DEFAULT_BUDGET,
         Cursor,
+        Limit,
         Rendered,
         ToolDefinition,
         cut_to_budget,
         decode_cursor,
         encode_cursor,
-        Limit,
         take_within_budget,
         tool,
     )
@@ -72,7 +72,35 @@ _EXPORTS = {
     "Toolset": "toolsets",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ChangeHub",
+    "Conflict",
+    "Cursor",
+    "InvalidArgument",
+    "Limit",
+    "NotFound",
+    "RateLimited",
+    "ReferenceServer",
+    "Refused",
+    "Rendered",
+    "ServerSettings",
+    "ServerSpec",
+    "ToolDefinition",
+    "ToolFailure",
+    "Toolset",
+    "Unavailable",
+    "__version__",
+    "cut_to_budget",
+    "decode_cursor",
+    "did_you_mean",
+    "encode_cursor",
+    "redact",
+    "register_secret",
+    "run",
+    "take_within_budget",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ __all__ = [
     "cut_to_budget",
     "decode_cursor",
     "encode_cursor",
-        "take_within_budget",
+    "take_within_budget",
     "tool",
 ]
 
@@ -234,7 +234,9 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
     def convert(result: Any) -> Any:
         if isinstance(result, Rendered):
             return ToolResult(
-                content=[mcp_types.TextContent(type="text", text=cut_to_budget(result.render(), budget, continue_hint))],
+                content=[
+                    mcp_types.TextContent(type="text", text=cut_to_budget(result.render(), budget, continue_hint))
+                ],
                 # None fields are left out; compact_schema advertises them as optional, not nullable.
                 structured_content=result.model_dump(mode="json", exclude_none=True),
             )

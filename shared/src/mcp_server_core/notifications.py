@@ -10,6 +10,7 @@ A burst of changes inside the debounce window sends one notification of each kin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from typing import Any
@@ -115,10 +116,8 @@ class ChangeHub:
     # --- internals -------------------------------------------------------------------------------------------
 
     def _remember_loop(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):
             self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pass
 
     def _mark(self, kind: str | None, uri: str | None = None) -> None:
         # Callable from any thread: sync tools run in worker threads, file watchers and pollers in their own.
@@ -145,17 +144,21 @@ class ChangeHub:
         task.add_done_callback(self._tasks.discard)
 
     async def _send_kind(self, kind: str) -> None:
-        event: ServerEvent = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[
-            kind
-        ]()
+        event: ServerEvent
+        if kind == "tools":
+            event = ToolsListChanged()
+        elif kind == "resources":
+            event = ResourcesListChanged()
+        else:
+            event = PromptsListChanged()
         await self.bus.publish(event)
         for session in list(self._sessions.values()):
-            sender = {
-                "tools": session.send_tool_list_changed,
-                "resources": session.send_resource_list_changed,
-                "prompts": session.send_prompt_list_changed,
-            }[kind]
-            await self._deliver(sender())
+            if kind == "tools":
+                await self._deliver(session.send_tool_list_changed())
+            elif kind == "resources":
+                await self._deliver(session.send_resource_list_changed())
+            else:
+                await self._deliver(session.send_prompt_list_changed())
 
     async def _send_updated(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, ToolError, ValidationError
 from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.versions import VersionSpec
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, SubscribeRequestParams, SubscriptionsListenRequestParams, UnsubscribeRequestParams
+from mcp_types import (
+    INVALID_PARAMS,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    UnsubscribeRequestParams,
+    methods,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.conventions import compact_schema
@@ -30,6 +37,8 @@ from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
 
 __all__ = ["ReferenceServer"]
+
+_Listed = TypeVar("_Listed", mcp_types.Tool, mcp_types.Resource, mcp_types.ResourceTemplate, mcp_types.Prompt)
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +69,7 @@ class ReferenceServer(FastMCP[Any]):
             **fastmcp_options,
         )
         # First in the SDK's chain, so every handshake-era connection is known before any handler runs.
-        self._mcp_server.middleware.insert(0, self.changes.track)
+        self._mcp_server.middleware[:0] = [self.changes.track, _explain_invalid_params]
         self.read_only = read_only
         self.toolsets = Toolsets(self, toolsets, read_only=read_only)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
@@ -151,6 +160,44 @@ class ReferenceServer(FastMCP[Any]):
         return result
 
 
+async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Give the SDK's bare "Invalid request parameters" (data "") a message a client developer can act on.
+
+    The SDK answers two different mistakes with that one pinned error: a request before the handshake, and
+    params that fail the method's schema. The code stays -32602; the message says which, and what to send.
+    """
+    try:
+        return await call_next(ctx)
+    except (MCPError, PydanticValidationError) as exc:
+        if isinstance(exc, MCPError) and (
+            exc.error.code != INVALID_PARAMS or exc.error.message != "Invalid request parameters"
+        ):
+            raise
+        connection = ctx.session._connection
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and not connection.initialize_accepted:
+            message = (
+                f"Not initialized: send initialize, then notifications/initialized, before {ctx.method!r} "
+                "(or send every request with the 2026-07-28 _meta envelope)."
+            )
+        else:
+            message = f"Invalid params for {ctx.method!r}" + _params_problems(ctx)
+        raise MCPError(code=INVALID_PARAMS, message=redact(message)) from exc
+
+
+def _params_problems(ctx: ServerRequestContext[Any, Any]) -> str:
+    try:
+        methods.validate_client_request(ctx.method, ctx.protocol_version, ctx.params)
+    except PydanticValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc'] if p not in ('params',)) or 'params'}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False, include_context=False)
+        ]
+        return ": " + "; ".join(problems[:5]) + "."
+    except (KeyError, ValueError):
+        pass
+    return "."
+
+
 def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
     annotations = wire_tool.annotations
     if annotations is not None and annotations.title == wire_tool.title:
@@ -166,7 +213,7 @@ def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
     return _without_fastmcp_meta(compacted)
 
 
-def _without_fastmcp_meta(component: Any) -> Any:
+def _without_fastmcp_meta(component: _Listed) -> _Listed:
     meta = component.meta
     if not meta or "fastmcp" not in meta:
         return component

@@ -49,17 +49,21 @@ def _diagnose(line: bytes) -> SessionMessage:
     try:
         data = json.loads(line)
     except ValueError:  # includes invalid UTF-8
-        return _error(None, PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON; send one JSON-RPC message per line.")
+        return _error(
+            None, PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON; send one JSON-RPC message per line."
+        )
     if isinstance(data, list):
-        return _error(None, INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 removed them).")
+        return _error(
+            None, INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 removed them)."
+        )
     request_id = data.get("id") if isinstance(data, dict) else None
     if not isinstance(request_id, str | int) or isinstance(request_id, bool):
         request_id = None
     return _error(
         request_id,
         INVALID_REQUEST,
-        "Invalid Request: expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\", a string \"method\" and an "
-        "optional string or integer \"id\".",
+        'Invalid Request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0", a string "method" and an '
+        'optional string or integer "id".',
     )
 
 
@@ -92,7 +96,9 @@ async def stdio_transport(
     stdout: BinaryIO | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_timeout: float = 10.0,
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
     """Serve over the process's stdin/stdout (or the given binary files), yielding the SDK's stream pair."""
     saved: tuple[int, int] | None = None
     if stdin is None or stdout is None:
@@ -106,6 +112,15 @@ async def stdio_transport(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     answers = write_send.clone()
     in_flight: set[str] = set()
+    idle = anyio.Event()  # set whenever nothing is in flight; replaced when a request arrives
+    idle.set()
+
+    def settle() -> None:
+        nonlocal idle
+        if in_flight and idle.is_set():
+            idle = anyio.Event()
+        elif not in_flight:
+            idle.set()
 
     async def read_line() -> bytes:
         # abandon_on_cancel: a read blocked on an idle stdin must not hold up shutdown.
@@ -133,11 +148,11 @@ async def stdio_transport(
                 elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                     # A cancelled request is never answered, so the drain must not wait for it.
                     in_flight.discard(repr((message.params or {}).get("requestId")))
+                settle()
                 await read_send.send(SessionMessage(message))
             # stdin closed: let requests already read finish before the server's read side ends.
             with anyio.move_on_after(drain_timeout):
-                while in_flight:
-                    await anyio.sleep(0.01)
+                await idle.wait()
 
     written = anyio.Event()
 
@@ -147,6 +162,7 @@ async def stdio_transport(
                 message = session_message.message
                 if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
                     in_flight.discard(repr(message.id))
+                    settle()
                 data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
                 await anyio.to_thread.run_sync(_write_all, sink, data)
         written.set()

@@ -60,7 +60,9 @@ def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset
         elif word in known:
             names = [word]
         else:
-            raise ValueError(f"unknown toolset {word!r}. {did_you_mean(word, [*known, 'all', 'default'], noun='toolset')}")
+            raise ValueError(
+                f"unknown toolset {word!r}. {did_you_mean(word, [*known, 'all', 'default'], noun='toolset')}"
+            )
         chosen.extend(n for n in names if n not in chosen)
     return chosen
 
@@ -111,4 +113,6 @@ class Toolsets:
         try:
             return self._available[name]
         except KeyError:
-            raise ValueError(f"unknown toolset {name!r}. {did_you_mean(name, self._available, noun='toolset')}") from None
+            raise ValueError(
+                f"unknown toolset {name!r}. {did_you_mean(name, self._available, noun='toolset')}"
+            ) from None

@@ -18,13 +18,13 @@ from mcp_server_core import (
     Conflict,
     Cursor,
     InvalidArgument,
+    Limit,
     NotFound,
     Rendered,
     Toolset,
     decode_cursor,
     did_you_mean,
     encode_cursor,
-    Limit,
 )
 from pydantic import BaseModel, Field
 
@@ -107,7 +107,9 @@ class NoteList(Rendered):
 
     def render(self) -> str:
         lines = [f"{n.name}\t{n.bytes}B\t{n.modified}" for n in self.notes]
-        lines.append(f"({len(self.notes)} of {self.total})" + (f" next_cursor={self.next_cursor}" if self.next_cursor else ""))
+        lines.append(
+            f"({len(self.notes)} of {self.total})" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")
+        )
         return "\n".join(lines)
 
 

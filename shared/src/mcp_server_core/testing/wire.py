@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx2
@@ -47,8 +47,17 @@ def modern_meta(version: str = MODERN) -> dict[str, Any]:
 class StdioWire:
     """A server subprocess on pipes; one JSON-RPC message per line each way."""
 
-    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
-        self._stderr = tempfile.TemporaryFile()
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        trace: Callable[[str, Message], None] | None = None,
+    ) -> None:
+        self.trace = trace
+        """Called with ("→", message) for each message sent and ("←", message) for each one received."""
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process; closed in __exit__
         self.proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -82,6 +91,8 @@ class StdioWire:
         """Write one line: a dict as compact JSON, str/bytes exactly as given (a newline is added)."""
         if isinstance(message, dict):
             data = json.dumps(message, separators=(",", ":")).encode()
+            if self.trace:
+                self.trace("→", message)
         elif isinstance(message, str):
             data = message.encode()
         else:
@@ -123,6 +134,8 @@ class StdioWire:
             raise WireError(f"the server closed stdout; exit code {self.proc.poll()}; stderr:\n{self.stderr[-2000:]}")
         if "__not_json__" in message:
             raise WireError(f"the server wrote a line that is not JSON: {message['__not_json__']!r}")
+        if self.trace:
+            self.trace("←", message)
         return message
 
     def response_to(self, request_id: Any, *, timeout: float = 15.0) -> Message:
@@ -285,7 +298,7 @@ def spawn_http_server(
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts."""
     port = port or free_port()
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
         [*argv, "--transport", "http", "--port", str(port)],
         stdout=log,

@@ -1,0 +1,52 @@
+# The front door. `make demo` and `make test` do all set-up themselves on a fresh machine.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+# uv itself is installed with pip when missing; `python3 -m uv` then works whatever PATH says.
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+NPM_PREFIX := tests/conformance
+
+.PHONY: help
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+.PHONY: uv
+uv:
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+
+.PHONY: install
+install: uv ## Install every package of the workspace and the dev tools into .venv
+	$(UV) sync --all-packages --locked
+
+.PHONY: demo
+demo: install ## A scripted session with the template server, printing every JSON-RPC message
+	$(UV) run --no-sync python scripts/demo.py
+
+.PHONY: format
+format: install ## Format and autofix
+	$(UV) run --no-sync ruff format .
+	$(UV) run --no-sync ruff check --fix .
+
+.PHONY: lint
+lint: install ## ruff: style, imports, banned APIs
+	$(UV) run --no-sync ruff format --check .
+	$(UV) run --no-sync ruff check .
+
+.PHONY: typecheck
+typecheck: install ## mypy --strict over the helpers and the servers
+	$(UV) run --no-sync mypy
+
+.PHONY: conformance-deps
+conformance-deps:
+	@test -x $(NPM_PREFIX)/node_modules/.bin/conformance || npm ci --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error
+
+.PHONY: pytest
+pytest: install conformance-deps ## The test suites of every package and the cross-server tests
+	$(UV) run --no-sync pytest
+
+.PHONY: test
+test: lint typecheck pytest ## Everything CI runs: lint, types, tests (conformance included)
+
+.PHONY: bench
+bench: install ## Benchmarks, side by side with a bare FastMCP server; writes bench/results.md
+	$(UV) run --no-sync python bench/run.py
