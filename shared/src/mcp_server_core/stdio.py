@@ -44,7 +44,12 @@ def _error(request_id: RequestId | None, code: int, message: str) -> SessionMess
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
 
 
-def _diagnose(line: bytes) -> SessionMessage:
+def _has_id(line: bytes) -> bool:
+    data = json.loads(line)
+    return isinstance(data, dict) and "id" in data
+
+
+def _diagnose(line: bytes, *, invalid_id: bool = False) -> SessionMessage:
     """The error answer for a line that did not validate as a JSON-RPC message."""
     try:
         data = json.loads(line)
@@ -59,6 +64,8 @@ def _diagnose(line: bytes) -> SessionMessage:
     request_id = data.get("id") if isinstance(data, dict) else None
     if not isinstance(request_id, str | int) or isinstance(request_id, bool):
         request_id = None
+    if invalid_id:
+        return _error(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer.')
     return _error(
         request_id,
         INVALID_REQUEST,
@@ -142,6 +149,11 @@ async def stdio_transport(
                     message = jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except ValueError:
                     await answers.send(_diagnose(line))
+                    continue
+                if isinstance(message, JSONRPCNotification) and b'"id"' in line and _has_id(line):
+                    # An id the SDK could not take ("id": true, 1.5) would silently turn a request into a
+                    # notification that is never answered.
+                    await answers.send(_diagnose(line, invalid_id=True))
                     continue
                 if isinstance(message, JSONRPCRequest):
                     in_flight.add(repr(message.id))

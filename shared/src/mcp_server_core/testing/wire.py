@@ -69,6 +69,8 @@ class StdioWire:
         self.raw_lines: list[bytes] = []
         """Every line the server wrote to stdout, as written."""
         self.notifications: list[Message] = []
+        self.other_responses: list[Message] = []
+        """Responses to requests other than the one awaited (a late answer to a cancelled request, say)."""
         self._inbox: queue.Queue[Message | None] = queue.Queue()
         self._ids = itertools.count(1)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -147,7 +149,7 @@ class StdioWire:
                 continue
             if message.get("id") == request_id:
                 return message
-            raise WireError(f"expected the response to id {request_id!r}, got {message!r}")
+            self.other_responses.append(message)
 
     def wait_for_notification(self, method: str, *, timeout: float = 10.0) -> Message:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,36 @@
+"""Cross-server fixtures: every server of the family, spawned for real over stdio and HTTP.
+
+`SERVERS` lists how to start each server with an empty, throwaway state. A new server adds itself here
+and every wire-level test runs against it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from mcp_server_core.testing import StdioWire, python_module, spawn_http_server
+
+Launcher = Callable[[Path], list[str]]
+
+SERVERS: dict[str, Launcher] = {
+    "template": lambda tmp: python_module("mcp_server_template", "--notes-dir", str(tmp / "notes")),
+}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server_argv(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    return SERVERS[request.param](tmp_path)
+
+
+@pytest.fixture
+def stdio(server_argv: list[str]) -> Iterator[StdioWire]:
+    with StdioWire(server_argv) as wire:
+        yield wire
+
+
+@pytest.fixture
+def http_url(server_argv: list[str]) -> Iterator[str]:
+    with spawn_http_server(server_argv) as (url, _process):
+        yield url

@@ -1,0 +1,166 @@
+"""Every server over stdio, byte for byte: the handshake, the error codes, and a clean exit."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from mcp_server_core.testing import StdioWire
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
+def test_each_handshake_version_is_accepted_as_offered(stdio: StdioWire, version: str) -> None:
+    result = stdio.initialize(version)["result"]
+    assert result["protocolVersion"] == version
+    assert "tools" in result["capabilities"]
+
+
+def test_an_unknown_version_gets_the_servers_latest(stdio: StdioWire) -> None:
+    assert stdio.initialize("1999-01-01")["result"]["protocolVersion"] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
+
+
+def test_nothing_but_json_rpc_reaches_stdout(stdio: StdioWire) -> None:
+    stdio.initialize()
+    stdio.request("tools/list")
+    stdio.request("ping")
+    stdio.send("not json")
+    stdio.receive()
+    assert stdio.close() == 0
+    assert stdio.raw_lines
+    for line in stdio.raw_lines:
+        assert line.endswith(b"\n")
+        assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+def test_malformed_json_gets_a_parse_error_and_the_server_keeps_serving(stdio: StdioWire) -> None:
+    stdio.initialize()
+    stdio.send('{"jsonrpc": "2.0", "id": 5, "method": ')
+    error = stdio.receive()
+    assert error["id"] is None
+    assert error["error"]["code"] == PARSE_ERROR
+    assert stdio.request("ping")["result"] == {}
+
+
+def test_invalid_utf8_is_a_parse_error(stdio: StdioWire) -> None:
+    stdio.initialize()
+    stdio.send(b'{"jsonrpc":"2.0","id":1,"method":"ping\xff\xfe"}')
+    assert stdio.receive()["error"]["code"] == PARSE_ERROR
+    assert stdio.request("ping")["result"] == {}
+
+
+@pytest.mark.parametrize(
+    ("line", "expected_id"),
+    [
+        ('{"jsonrpc": "2.0", "id": 9, "params": {}}', 9),
+        ('{"jsonrpc": "1.0", "id": "a", "method": "ping"}', "a"),
+        ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', None),
+        ("[1, 2]", None),
+        ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', None),
+        ("42", None),
+    ],
+)
+def test_json_that_is_not_a_request_is_an_invalid_request(stdio: StdioWire, line: str, expected_id: object) -> None:
+    stdio.initialize()
+    stdio.send(line)
+    error = stdio.receive()
+    assert error["error"]["code"] == INVALID_REQUEST
+    assert error["id"] == expected_id
+    assert stdio.request("ping")["result"] == {}
+
+
+def test_an_unknown_method_is_method_not_found(stdio: StdioWire) -> None:
+    stdio.initialize()
+    assert stdio.request("tools/frobnicate")["error"]["code"] == METHOD_NOT_FOUND
+
+
+def test_a_request_before_initialize_says_to_initialize_first(stdio: StdioWire) -> None:
+    error = stdio.request("tools/list")["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "initialize" in error["message"]
+    assert stdio.initialize()["result"]
+
+
+def test_malformed_params_name_the_field(stdio: StdioWire) -> None:
+    stdio.initialize()
+    error = stdio.request("tools/call", {"nam": "x"})["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "name" in error["message"]
+
+
+def test_ping_works_before_and_after_the_handshake(stdio: StdioWire) -> None:
+    assert stdio.request("ping")["result"] == {}
+    stdio.initialize()
+    assert stdio.request("ping")["result"] == {}
+
+
+def test_a_huge_line_is_refused_without_killing_the_server(stdio: StdioWire) -> None:
+    stdio.initialize()
+    huge = json.dumps({"jsonrpc": "2.0", "id": 77, "method": "ping", "params": {"pad": "x" * (9 * 1024 * 1024)}})
+    stdio.send(huge)
+    error = stdio.receive(timeout=30)
+    assert error["error"]["code"] == INVALID_REQUEST
+    assert "exceeds" in error["error"]["message"]
+    assert stdio.request("ping")["result"] == {}
+
+
+def test_a_large_but_allowed_line_is_served(stdio: StdioWire) -> None:
+    stdio.initialize()
+    answer = stdio.request("ping", {"_meta": {"pad": "y" * (2 * 1024 * 1024)}}, timeout=30)
+    assert answer["result"] == {}
+
+
+def test_closing_stdin_exits_cleanly_and_answers_what_was_asked(stdio: StdioWire) -> None:
+    stdio.initialize()
+    for request_id in range(100, 110):
+        stdio.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})
+    assert stdio.close() == 0
+    answered = {json.loads(line).get("id") for line in stdio.raw_lines}
+    assert set(range(100, 110)) <= answered
+
+
+def test_concurrent_requests_each_get_their_own_answer(stdio: StdioWire) -> None:
+    stdio.initialize()
+    ids = list(range(1000, 1050))
+    for request_id in ids:
+        method = "tools/list" if request_id % 2 else "ping"
+        stdio.send({"jsonrpc": "2.0", "id": request_id, "method": method})
+    answers = {}
+    while len(answers) < len(ids):
+        message = stdio.receive()
+        if "id" in message:
+            answers[message["id"]] = message
+    assert sorted(answers) == ids
+    assert all("result" in answers[i] for i in ids)
+    assert all("tools" in answers[i]["result"] for i in ids if i % 2)
+
+
+def test_a_cancelled_request_is_not_answered_and_the_server_goes_on(stdio: StdioWire) -> None:
+    stdio.initialize()
+    stdio.send({"jsonrpc": "2.0", "id": 500, "method": "tools/list"})
+    stdio.notify("notifications/cancelled", {"requestId": 500, "reason": "test"})
+    assert stdio.request("ping")["result"] == {}
+    time.sleep(0.2)
+    stdio.close()
+    answers = [json.loads(line) for line in stdio.raw_lines]
+    # A cancel that arrives after the answer is legal; one that arrives first must suppress it.
+    assert sum(1 for a in answers if a.get("id") == 500) <= 1
+
+
+def test_the_server_survives_a_client_that_vanishes(server_argv: list[str]) -> None:
+    wire = StdioWire(server_argv)
+    wire.initialize()
+    wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert wire.proc.stdout is not None
+    wire.proc.stdout.close()  # the client stops reading mid-answer
+    stopper = threading.Timer(15, wire.proc.kill)
+    stopper.start()
+    try:
+        code = wire.close()
+    finally:
+        stopper.cancel()
+    assert code in (0, 1)  # exits on its own, never hangs
