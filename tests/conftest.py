@@ -20,8 +20,14 @@ SERVERS: dict[str, Launcher] = {
 
 
 @pytest.fixture(params=sorted(SERVERS))
-def server_argv(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
-    return SERVERS[request.param](tmp_path)
+def server_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def server_argv(server_name: str, tmp_path: Path) -> list[str]:
+    return SERVERS[server_name](tmp_path)
 
 
 @pytest.fixture
@@ -30,7 +36,9 @@ def stdio(server_argv: list[str]) -> Iterator[StdioWire]:
         yield wire
 
 
-@pytest.fixture
-def http_url(server_argv: list[str]) -> Iterator[str]:
-    with spawn_http_server(server_argv) as (url, _process):
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def http_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One HTTP server per module and server kind: spawning is the slow part, and HTTP sessions isolate tests."""
+    argv = SERVERS[request.param](tmp_path_factory.mktemp(request.param))
+    with spawn_http_server(argv) as (url, _process):
         yield url

@@ -94,13 +94,14 @@ class ChangeHub:
 
     async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """SDK server middleware: remember each handshake-era connection so change events can reach it."""
+        if self._loop is None:
+            self._remember_loop()  # the loop change events from worker threads are handed to
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             # The SDK keeps the per-client Connection private to the session; it is the only object that
             # identifies one client across its requests, so the hub keys on it.
             connection: Connection = ctx.session._connection
             if connection not in self._sessions:
                 self._sessions[connection] = ctx.session
-                self._remember_loop()
         return await call_next(ctx)
 
     async def on_subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:

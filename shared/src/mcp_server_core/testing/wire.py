@@ -18,9 +18,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 import httpx2
+from mcp.shared.inbound import NAME_BEARING_METHODS
 
 __all__ = ["HttpWire", "StdioWire", "WireError", "free_port", "spawn_http_server"]
 
@@ -42,6 +43,12 @@ def modern_meta(version: str = MODERN) -> dict[str, Any]:
         "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
         "io.modelcontextprotocol/clientCapabilities": {},
     }
+
+
+def with_envelope(params: Mapping[str, Any] | None, version: str = MODERN) -> dict[str, Any]:
+    body = dict(params or {})
+    body["_meta"] = {**modern_meta(version), **body.get("_meta", {})}
+    return body
 
 
 class StdioWire:
@@ -114,6 +121,10 @@ class StdioWire:
             body["params"] = dict(params)
         self.send(body)
         return self.response_to(request_id, timeout=timeout)
+
+    def modern_request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 15.0) -> Message:
+        """A 2026-07-28 request: no handshake, the envelope rides in `_meta`."""
+        return self.request(method, with_envelope(params), timeout=timeout)
 
     def initialize(self, version: str = LATEST_HANDSHAKE, capabilities: Mapping[str, Any] | None = None) -> Message:
         response = self.request(
@@ -256,6 +267,26 @@ class HttpWire:
             self.notifications.append(message)
         raise WireError(f"HTTP {response.status_code}: no response to id {request_id}: {response.text[:500]!r}")
 
+    def modern_request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, headers: Mapping[str, str] | None = None
+    ) -> Message:
+        """A 2026-07-28 request: no session, the envelope in `_meta`, routing headers mirroring the body."""
+        body = with_envelope(params)
+        routing = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+        name_key = NAME_BEARING_METHODS.get(method)
+        if name_key and name_key in body:
+            routing["Mcp-Name"] = str(body[name_key])
+        request_id = next(self._ids)
+        response = self.post(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body},
+            headers={**routing, **(headers or {})},
+        )
+        for message in self.messages(response):
+            if message.get("id") == request_id:
+                return message
+            self.notifications.append(message)
+        raise WireError(f"HTTP {response.status_code}: no response to id {request_id}: {response.text[:500]!r}")
+
     def initialize(self, version: str = LATEST_HANDSHAKE) -> Message:
         request_id = next(self._ids)
         response = self.post(
@@ -296,11 +327,20 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def spawn_http_server(
-    argv: Sequence[str], *, port: int | None = None, env: Mapping[str, str] | None = None, ready_timeout: float = 30.0
+    argv: Sequence[str],
+    *,
+    port: int | None = None,
+    env: Mapping[str, str] | None = None,
+    ready_timeout: float = 30.0,
+    log: IO[bytes] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts."""
+    """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts.
+
+    The server's stdout and stderr go to `log` when given (a test reads what it logged), else to a temporary file.
+    """
     port = port or free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    owned = log is None
+    log = log or tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
         [*argv, "--transport", "http", "--port", str(port)],
         stdout=log,
@@ -327,7 +367,8 @@ def spawn_http_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
+        if owned:
+            log.close()
 
 
 def python_module(module: str, *args: str) -> list[str]:
