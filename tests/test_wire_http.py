@@ -13,6 +13,7 @@ from mcp_server_core.testing import HttpWire, StdioWire, spawn_http_server
 
 from tests.conftest import SERVERS
 
+CLIENT = {"name": "wire-test", "version": "1"}
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
 

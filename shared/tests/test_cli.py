@@ -1,0 +1,91 @@
+"""The family's command line: settings from argv and the environment, host snippets, usage errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from mcp_server_core import ReferenceServer, ServerSettings, ServerSpec, run
+from mcp_server_core.cli import host_config
+from pydantic_settings import SettingsConfigDict
+
+from .conftest import arithmetic, writing
+
+
+class DemoSettings(ServerSettings):
+    model_config = SettingsConfigDict(env_prefix="MCP_DEMO_", extra="ignore")
+    target: str = "default-target"
+
+
+def build(settings: DemoSettings) -> ReferenceServer:
+    return ReferenceServer("demo", version="1", toolsets=[arithmetic(), writing()], enabled_toolsets=settings.toolsets)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?")
+
+
+SPEC = ServerSpec("mcp-server-demo", "A demo.", DemoSettings, build, add_arguments)
+
+
+@pytest.mark.parametrize("host", ["claude", "cursor"])
+def test_print_config_gives_an_mcp_servers_entry_with_the_given_arguments(
+    host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(SPEC, ["sqlite:///x.db", "--read-only", "--print-config", host])
+    assert json.loads(capsys.readouterr().out) == {
+        "mcpServers": {"demo": {"command": "uvx", "args": ["mcp-server-demo", "sqlite:///x.db", "--read-only"]}}
+    }
+
+
+def test_print_config_for_vscode_uses_its_servers_shape() -> None:
+    assert host_config("vscode", "mcp-server-db", ["sqlite:///x.db"]) == {
+        "servers": {"db": {"type": "stdio", "command": "uvx", "args": ["mcp-server-db", "sqlite:///x.db"]}}
+    }
+
+
+def test_the_command_line_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_DEMO_PORT", "9000")
+    monkeypatch.setenv("MCP_DEMO_ALLOWED_ORIGINS", "https://a.example, https://b.example")
+    settings = DemoSettings(port=9100)
+    assert settings.port == 9100
+    assert settings.allowed_origins == ["https://a.example", "https://b.example"]
+
+
+def test_a_bad_setting_from_the_environment_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MCP_DEMO_PORT", "99999")
+    with pytest.raises(SystemExit) as exited:
+        run(SPEC, ["--print-config", "claude"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "port: Input should be less than or equal to 65535" in err
+
+
+def test_an_unknown_toolset_is_refused_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(SPEC, ["--toolsets", "writng"])
+    assert exited.value.code == 2
+    assert "Did you mean 'writing'" in capsys.readouterr().err
+
+
+def test_help_lists_the_shared_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run(SPEC, ["--help"])
+    out = capsys.readouterr().out
+    for option in ("--transport", "--host", "--port", "--read-only", "--toolsets", "--log-level", "--print-config"):
+        assert option in out
+    assert "MCP_DEMO_" in out
+
+
+def test_bearer_tokens_come_from_the_environment_and_a_file(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    token_file = Path(str(tmp_path)) / "tokens"
+    token_file.write_text("# tokens\nfile-token-1\n\nfile-token-2\n")
+    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", "env-token")
+    settings = DemoSettings(auth_token_file=token_file)
+    assert settings.bearer_tokens() == ["env-token", "file-token-1", "file-token-2"]
+    assert "env-token" not in repr(settings)

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import pytest
+from mcp_server_core import InvalidArgument, cut_to_budget, decode_cursor, encode_cursor, take_within_budget, tool
+from mcp_server_core.conventions import compact_schema
+
+
+def test_text_within_budget_is_untouched() -> None:
+    assert cut_to_budget("short", 100, "page on") == "short"
+
+
+def test_text_over_budget_is_cut_at_a_line_and_says_how_to_go_on() -> None:
+    text = "\n".join(f"line {i}" for i in range(1000))
+    cut = cut_to_budget(text, 200, "pass offset=42")
+    kept, note = cut.rsplit("\n", 1)
+    assert len(kept.encode()) <= 200
+    assert text.startswith(kept)
+    assert kept.endswith(tuple("0123456789"))  # ends on a whole line
+    assert note.startswith("[cut at ")
+    assert f"of {len(text.encode()):,} bytes; pass offset=42]" in note
+
+
+def test_a_cut_never_splits_a_multibyte_character() -> None:
+    cut = cut_to_budget("é" * 500, 101, "more")
+    cut.encode()  # would raise on a split surrogate; also no replacement characters
+    assert "\ufffd" not in cut
+
+
+def test_take_within_budget_counts_whole_items_and_always_makes_progress() -> None:
+    assert take_within_budget(["aa", "bb", "cc"], len, 5) == 2
+    assert take_within_budget(["a" * 100], len, 5) == 1
+    assert take_within_budget([], len, 5) == 0
+
+
+def test_a_cursor_round_trips_and_is_opaque() -> None:
+    cursor = encode_cursor({"offset": 40}, scope="q")
+    assert "offset" not in cursor
+    assert decode_cursor(cursor, scope="q") == {"offset": 40}
+
+
+@pytest.mark.parametrize("garbage", ["", "not-base64!!", "eyJ4IjoxfQ", "W10"])
+def test_a_foreign_cursor_is_an_actionable_error(garbage: str) -> None:
+    with pytest.raises(InvalidArgument, match="omit cursor"):
+        decode_cursor(garbage)
+
+
+def test_a_cursor_from_another_query_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="different query"):
+        decode_cursor(encode_cursor({"offset": 1}, scope="a"), scope="b")
+
+
+def test_compact_schema_advertises_optional_nulls_as_plain_types() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "cursor": {"anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}], "default": None},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "required_nullable": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "additionalProperties": False,
+    }
+    compact = compact_schema(schema)
+    assert compact["properties"]["cursor"] == {"type": "string", "maxLength": 9}
+    assert compact["properties"]["either"] == schema["properties"]["either"]
+    assert compact["properties"]["required_nullable"] == schema["properties"]["required_nullable"]
+    assert compact["additionalProperties"] is False
+    assert "additionalProperties" not in compact_schema(schema, output=True)
+
+
+@pytest.mark.parametrize("name", ["Read", "read", "readFile", "read-file", "_read_file", "read__file"])
+def test_tool_names_must_be_snake_case_verb_noun(name: str) -> None:
+    def fn() -> str:
+        """Use to read."""
+        return ""
+
+    with pytest.raises(ValueError, match="verb_noun"):
+        tool(title="T", read_only=True, open_world=False, name=name)(fn)
+
+
+def test_a_tool_needs_a_docstring() -> None:
+    def read_file() -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="docstring"):
+        tool(title="Read", read_only=True, open_world=False)(read_file)
+
+
+def test_a_read_only_tool_cannot_claim_to_destroy() -> None:
+    with pytest.raises(ValueError, match="destructive"):
+        tool(title="Read", read_only=True, open_world=False, destructive=True)
+
+
+def test_annotations_default_idempotency_from_read_only() -> None:
+    def read_file() -> str:
+        """Use to read."""
+        return ""
+
+    def write_file() -> str:
+        """Use to write."""
+        return ""
+
+    reading = tool(title="Read", read_only=True, open_world=False)(read_file).annotations
+    writing = tool(title="Write", read_only=False, open_world=True)(write_file).annotations
+    assert (reading.idempotent_hint, reading.destructive_hint) == (True, False)
+    assert (writing.idempotent_hint, writing.open_world_hint) == (False, True)

@@ -1,0 +1,67 @@
+"""The helpers' public surface is pinned: a fork depends on these names, so changing one is a decision."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mcp_server_core
+import mcp_server_core.testing
+
+PUBLIC = [
+    "ChangeHub",
+    "Conflict",
+    "Cursor",
+    "DEFAULT_BUDGET",
+    "InvalidArgument",
+    "Limit",
+    "NotFound",
+    "RateLimited",
+    "ReferenceServer",
+    "Refused",
+    "Rendered",
+    "ServerSettings",
+    "ServerSpec",
+    "ToolDefinition",
+    "ToolFailure",
+    "Toolset",
+    "Unavailable",
+    "__version__",
+    "cut_to_budget",
+    "decode_cursor",
+    "did_you_mean",
+    "encode_cursor",
+    "redact",
+    "register_secret",
+    "run",
+    "take_within_budget",
+    "tool",
+]
+
+TESTING = [
+    "ERAS",
+    "ContractSuite",
+    "HttpWire",
+    "StdioWire",
+    "WireError",
+    "free_port",
+    "modern_meta",
+    "python_module",
+    "spawn_http_server",
+    "tools_list_bytes",
+]
+
+
+def test_the_public_names_are_exactly_these() -> None:
+    assert sorted(mcp_server_core.__all__) == sorted(PUBLIC)
+    for name in PUBLIC:
+        assert getattr(mcp_server_core, name) is not None
+
+
+def test_the_testing_kit_names_are_exactly_these() -> None:
+    assert sorted(mcp_server_core.testing.__all__) == sorted(TESTING)
+
+
+def test_importing_the_package_does_not_import_fastmcp() -> None:
+    probe = "import sys, mcp_server_core; print('fastmcp' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"

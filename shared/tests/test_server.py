@@ -1,0 +1,105 @@
+"""The error split, as a client sees it in both protocol eras."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_server_core import ReferenceServer
+from mcp_server_core.testing import ERAS
+
+from .conftest import SECRET, build
+
+
+@pytest.fixture(params=ERAS)
+async def client(server: ReferenceServer, request: pytest.FixtureRequest) -> Any:
+    async with Client(server, mode=request.param) as connected:
+        yield connected
+
+
+def text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+async def test_unknown_tool_is_invalid_params_with_a_suggestion(client: Any) -> None:
+    with pytest.raises(MCPError) as raised:
+        await client.call_tool_mcp("add_number", {"a": 1})
+    assert raised.value.error.code == -32602
+    assert "Did you mean 'add_numbers'" in raised.value.error.message
+
+
+async def test_a_tool_of_a_disabled_toolset_is_unknown(client: Any) -> None:
+    with pytest.raises(MCPError) as raised:
+        await client.call_tool_mcp("write_thing", {"text": "x"})
+    assert raised.value.error.code == -32602
+
+
+async def test_schema_failures_are_tool_errors_naming_each_field(client: Any) -> None:
+    result = await client.call_tool_mcp("add_numbers", {"a": 50, "b": "x"})
+    assert result.is_error
+    message = text(result)
+    assert "a: Input should be less than or equal to 10" in message
+    assert "b: Input should be a valid integer" in message
+    assert "errors.pydantic.dev" not in message
+
+
+async def test_a_missing_argument_is_named(client: Any) -> None:
+    result = await client.call_tool_mcp("add_numbers", {})
+    assert result.is_error
+    assert "a: Missing required argument" in text(result)
+
+
+async def test_a_domain_failure_keeps_its_actionable_message(client: Any) -> None:
+    result = await client.call_tool_mcp("divide_numbers", {"a": 1, "b": 0})
+    assert result.is_error
+    assert text(result) == "Cannot divide by zero. Pass a non-zero b."
+
+
+async def test_an_unexpected_exception_is_masked_and_its_traceback_only_logged(
+    client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR):
+        result = await client.call_tool_mcp("explode_now", {})
+    assert result.is_error
+    message = text(result)
+    assert message == "Tool 'explode_now' failed unexpectedly (RuntimeError); the details are in the server log."
+    assert SECRET not in message
+    assert any(record.exc_info for record in caplog.records), "the traceback belongs in the log"
+
+
+async def test_typed_results_send_structured_content_and_a_compact_rendering(client: Any) -> None:
+    result = await client.call_tool_mcp("add_numbers", {"a": 2, "b": 3})
+    assert result.structured_content == {"total": 5, "parts": [2, 3]}
+    assert text(result) == "2 + 3 = 5"
+
+
+async def test_tools_list_carries_no_fastmcp_bookkeeping_and_titles_once(client: Any) -> None:
+    listed = await client.list_tools_mcp()
+    for tool in listed.tools:
+        assert tool.meta is None or "fastmcp" not in tool.meta
+        assert tool.annotations is not None
+        assert tool.annotations.title is None
+        assert tool.title
+
+
+async def test_text_tools_have_no_output_schema(client: Any) -> None:
+    tools = {tool.name: tool for tool in await client.list_tools()}
+    assert tools["divide_numbers"].output_schema is None
+    assert tools["add_numbers"].output_schema is not None
+
+
+async def test_read_only_server_has_no_writing_tools() -> None:
+    async with Client(build(read_only=True, enabled_toolsets="all")) as client:
+        names = {tool.name for tool in await client.list_tools()}
+    assert "write_thing" not in names
+    assert "add_numbers" in names
+
+
+async def test_subscribing_to_an_unknown_resource_is_invalid_params() -> None:
+    async with Client(build(), mode="legacy") as client:
+        with pytest.raises(MCPError) as raised, pytest.warns(MCPDeprecationWarning):
+            await client.session.subscribe_resource("nothing://here")
+    assert raised.value.error.code == -32602
