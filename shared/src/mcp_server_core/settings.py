@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["LogLevel", "ServerSettings", "Transport"]
@@ -28,6 +28,13 @@ class ServerSettings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535)
     path: str = Field("/mcp", pattern=r"^/[A-Za-z0-9/_\-.]*$")
     stateless: bool = Field(False, description="HTTP without sessions, for several workers behind a load balancer")
+    resumable: bool = Field(
+        False,
+        description="HTTP SSE streams a client can resume with Last-Event-ID after a drop (events kept in memory)",
+    )
+    sse_retry_ms: int = Field(
+        1000, ge=0, le=600_000, description="with resumable: how long a client waits before reconnecting (SSE retry)"
+    )
     read_only: bool = False
     toolsets: str | None = Field(None, description="comma-separated toolset names, or 'all' / 'default'")
     log_level: LogLevel = "WARNING"
@@ -45,6 +52,12 @@ class ServerSettings(BaseSettings):
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split_commas(value)
+
+    @model_validator(mode="after")
+    def _resumable_needs_sessions(self) -> Self:
+        if self.resumable and self.stateless:
+            raise ValueError("resumable streams belong to a session; a stateless server has none: pick one")
+        return self
 
     def bearer_tokens(self) -> list[str]:
         """Every token that may authenticate an HTTP client."""

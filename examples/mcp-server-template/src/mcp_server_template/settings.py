@@ -1,8 +1,9 @@
 import os
 from pathlib import Path
+from typing import Self
 
 from mcp_server_core.settings import ServerSettings
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 
@@ -16,3 +17,10 @@ class TemplateSettings(ServerSettings):
 
     notes_dir: Path = Field(default_factory=_default_notes_dir, description="folder the notes live in")
     conformance: bool = Field(False, description="also serve the fixtures of the official conformance suite")
+
+    @model_validator(mode="after")
+    def _conformance_resumes_streams(self) -> Self:
+        # The suite's SSE polling fixture (test_reconnection) needs resumable streams; say resumable=false to opt out.
+        if self.conformance and not self.stateless and "resumable" not in self.model_fields_set:
+            self.resumable = True
+        return self
