@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from mcp_server_core.testing import StdioWire
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from tests.conftest import SERVERS
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -137,6 +140,31 @@ def test_concurrent_requests_each_get_their_own_answer(stdio: StdioWire) -> None
     assert sorted(answers) == ids
     assert all("result" in answers[i] for i in ids)
     assert all("tools" in answers[i]["result"] for i in ids if i % 2)
+
+
+def test_cancelling_a_call_in_flight_stops_it_and_suppresses_its_answer(tmp_path: Path) -> None:
+    # The conformance fixtures include a tool that takes ~100 ms: long enough to cancel while it runs.
+    argv = [*SERVERS["template"](tmp_path), "--conformance"]
+    with StdioWire(argv) as wire:
+        wire.initialize()
+        wire.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 600,
+                "method": "tools/call",
+                "params": {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p"}},
+            }
+        )
+        # Sent right behind the call: the server reads it while the ~100 ms tool is still running.
+        wire.notify("notifications/cancelled", {"requestId": 600, "reason": "user pressed stop"})
+        assert wire.request("ping")["result"] == {}
+        time.sleep(0.5)  # well past the tool's own duration
+        assert wire.request("ping")["result"] == {}
+        assert wire.close() == 0
+    answers = [json.loads(line) for line in wire.raw_lines]
+    assert not [a for a in answers if a.get("id") == 600], "a cancelled request must not be answered"
+    progress = [a for a in answers if a.get("method") == "notifications/progress"]
+    assert len(progress) < 3, "the tool went on after its cancellation"
 
 
 def test_a_cancelled_request_is_not_answered_and_the_server_goes_on(stdio: StdioWire) -> None:
