@@ -16,7 +16,20 @@ Launcher = Callable[[Path], list[str]]
 
 SERVERS: dict[str, Launcher] = {
     "template": lambda tmp: python_module("mcp_server_template", "--notes-dir", str(tmp / "notes")),
+    "db": lambda tmp: python_module("mcp_server_db"),
 }
+
+CHANGE_TRIGGERS: dict[str, tuple[str, dict[str, object]]] = {
+    "template": ("write_note", {"name": "fresh", "text": "x"}),
+}
+"""A tool call that makes each server send notifications/resources/list_changed (the db server's schema
+resources are still to come, issue 4)."""
+
+
+def change_trigger(server: str) -> tuple[str, dict[str, object]]:
+    if server not in CHANGE_TRIGGERS:
+        pytest.skip(f"{server} has no tool call that changes its resource list yet")
+    return CHANGE_TRIGGERS[server]
 
 
 @pytest.fixture(params=sorted(SERVERS))
@@ -37,8 +50,13 @@ def stdio(server_argv: list[str]) -> Iterator[StdioWire]:
 
 
 @pytest.fixture(scope="module", params=sorted(SERVERS))
-def http_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One HTTP server per module and server kind: spawning is the slow part, and HTTP sessions isolate tests."""
+def http_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(server name, URL): one HTTP server per module and server kind; spawning is the slow part."""
     argv = SERVERS[request.param](tmp_path_factory.mktemp(request.param))
     with spawn_http_server(argv) as (url, _process):
-        yield url
+        yield request.param, url
+
+
+@pytest.fixture
+def http_url(http_server: tuple[str, str]) -> str:
+    return http_server[1]

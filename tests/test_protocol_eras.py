@@ -7,6 +7,8 @@ from __future__ import annotations
 from mcp_server_core.testing import StdioWire
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from tests.conftest import change_trigger
+
 INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION = -32602, -32022
 
 
@@ -40,7 +42,8 @@ def test_a_modern_request_without_its_envelope_says_what_is_missing(stdio: Stdio
     assert "protocolVersion" in error["message"]
 
 
-def test_a_modern_client_hears_list_changed_on_its_listen_stream(stdio: StdioWire) -> None:
+def test_a_modern_client_hears_list_changed_on_its_listen_stream(stdio: StdioWire, server_name: str) -> None:
+    tool, arguments = change_trigger(server_name)
     listen_id = 900
     stdio.send(
         {
@@ -58,6 +61,6 @@ def test_a_modern_client_hears_list_changed_on_its_listen_stream(stdio: StdioWir
     )
     ack = stdio.wait_for_notification("notifications/subscriptions/acknowledged")
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id
-    stdio.modern_request("tools/call", {"name": "write_note", "arguments": {"name": "fresh", "text": "x"}})
+    stdio.modern_request("tools/call", {"name": tool, "arguments": arguments})
     changed = stdio.wait_for_notification("notifications/resources/list_changed")
     assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from mcp_server_core.testing import HttpWire, StdioWire, spawn_http_server
 
-from tests.conftest import SERVERS
+from tests.conftest import SERVERS, change_trigger
 
 CLIENT = {"name": "wire-test", "version": "1"}
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -93,7 +93,9 @@ def test_a_modern_client_needs_no_session(http_url: str) -> None:
         assert unknown["error"]["code"] == INVALID_PARAMS
 
 
-def test_a_session_hears_list_changed_on_its_get_stream(http_url: str) -> None:
+def test_a_session_hears_list_changed_on_its_get_stream(http_server: tuple[str, str]) -> None:
+    server_name, http_url = http_server
+    tool, arguments = change_trigger(server_name)
     with HttpWire(http_url) as wire:
         wire.initialize()
         heard: list[dict[str, object]] = []
@@ -111,8 +113,7 @@ def test_a_session_hears_list_changed_on_its_get_stream(http_url: str) -> None:
         listener = threading.Thread(target=listen, daemon=True)
         listener.start()
         assert opened.wait(10)
-        name = f"n{threading.get_ident()}"
-        called = wire.request("tools/call", {"name": "write_note", "arguments": {"name": name, "text": "x"}})
+        called = wire.request("tools/call", {"name": tool, "arguments": arguments})
         assert not called["result"]["isError"]
         listener.join(10)
     assert heard

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from mcp_server_core.settings import ServerSettings
+from pydantic import AliasChoices, Field
+from pydantic_settings import SettingsConfigDict
+
+
+class DbSettings(ServerSettings):
+    model_config = SettingsConfigDict(env_prefix="MCP_DB_", extra="ignore", validate_default=True)
+
+    url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("url", "MCP_DB_URL", "DATABASE_URL"),
+        description="SQLAlchemy URL; none serves the bundled sample database",
+    )
+    statement_timeout_s: float = Field(10.0, gt=0, le=600, description="server-side timeout of each statement")

@@ -1,0 +1,212 @@
+"""Read-only holds on real PostgreSQL and MariaDB: each test makes its own database and drops it."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp_server_db.database import Database
+from mcp_server_db.server import build_server
+from mcp_server_db.settings import DbSettings
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+MY_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/test"
+
+SETUP = [
+    "CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL, price INTEGER CHECK (price > 0))",
+    "INSERT INTO items VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30)",
+]
+
+PG_ATTACKS = [
+    "SELECT 1; DROP TABLE items",
+    "COMMIT; DELETE FROM items",
+    "ROLLBACK; DELETE FROM items",
+    "SET TRANSACTION READ WRITE",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE",
+    "SELECT set_config('default_transaction_read_only', 'off', false)",
+    "WITH gone AS (DELETE FROM items RETURNING id) SELECT * FROM gone",
+    "WITH added AS (INSERT INTO items VALUES (9, 'z', 1) RETURNING id) SELECT * FROM added",
+    "SELECT * INTO copy FROM items",
+    "EXPLAIN ANALYZE DELETE FROM items",
+    "PREPARE p AS DELETE FROM items",
+    "EXECUTE p",
+    "DO $$ BEGIN DELETE FROM items; END $$",
+    "COPY items TO '/tmp/mcpdb-items.csv'",
+    "COPY items FROM PROGRAM 'id'",
+    "SELECT pg_read_file('/etc/passwd')",
+    "SELECT lo_import('/etc/passwd')",
+    "SELECT lo_export(1, '/tmp/mcpdb-lo')",
+    "SELECT * FROM dblink('dbname=postgres', 'DELETE FROM items') AS t(x int)",
+    "SELECT pg_sleep(60)",
+    "SELECT pg_advisory_lock(1)",
+    "SELECT pg_terminate_backend(1)",
+    "NOTIFY evil",
+    "SELECT * FROM items FOR UPDATE",
+]
+
+MY_ATTACKS = [
+    "SELECT 1; DROP TABLE items",
+    "COMMIT; DELETE FROM items",
+    "SET TRANSACTION READ WRITE",
+    "SET SESSION TRANSACTION READ WRITE",
+    "SELECT * FROM items INTO OUTFILE '/tmp/mcpdb-out'",
+    "SELECT name FROM items INTO DUMPFILE '/tmp/mcpdb-dump'",
+    "SELECT LOAD_FILE('/etc/passwd')",
+    "LOAD DATA INFILE '/tmp/x' INTO TABLE items",
+    "SELECT 1 /*!50000 ; DROP TABLE items */",
+    "/*!DELETE FROM items*/",
+    "SELECT SLEEP(60)",
+    "SELECT GET_LOCK('a', 1)",
+    "WITH gone AS (SELECT 1) DELETE FROM items",
+    "EXPLAIN DELETE FROM items",
+]
+
+
+def _service(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except OperationalError:
+        pytest.fail(f"the database service at {url} is not running (see the machine notes for how to start it)")
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    _service(PG_ADMIN)
+    name = f"mcpdb_test_{secrets.token_hex(4)}"
+    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    owner = create_engine(url)
+    with owner.begin() as connection:
+        for statement in SETUP:
+            connection.execute(text(statement))
+    owner.dispose()
+    yield url
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+@pytest.fixture
+def my_url() -> Iterator[str]:
+    _service(MY_ADMIN)
+    name = f"mcpdb_test_{secrets.token_hex(4)}"
+    admin = create_engine(MY_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    url = f"mysql+pymysql://root@127.0.0.1:3306/{name}"
+    owner = create_engine(url)
+    with owner.begin() as connection:
+        for statement in SETUP:
+            connection.execute(text(statement))
+    owner.dispose()
+    yield url
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE {name}"))
+    admin.dispose()
+
+
+def _state(url: str) -> Any:
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT id, name, price FROM items ORDER BY id")).all()
+    engine.dispose()
+    return [tuple(r) for r in rows]
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _call(url: str, tool: str, arguments: dict[str, Any], **settings: Any) -> Any:
+    async with Client(build_server(DbSettings(url=url, **settings))) as client:
+        return await client.call_tool_mcp(tool, arguments)
+
+
+@pytest.mark.parametrize("sql", PG_ATTACKS)
+async def test_postgres_attacks_are_refused_and_change_nothing(pg_url: str, sql: str) -> None:
+    before = _state(pg_url)
+    result = await _call(pg_url, "run_query", {"sql": sql})
+    assert result.is_error, _text(result)
+    assert _state(pg_url) == before
+
+
+@pytest.mark.parametrize("sql", MY_ATTACKS)
+async def test_mariadb_attacks_are_refused_and_change_nothing(my_url: str, sql: str) -> None:
+    before = _state(my_url)
+    result = await _call(my_url, "run_query", {"sql": sql})
+    assert result.is_error, _text(result)
+    assert _state(my_url) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT id, sum(price) OVER (ORDER BY id) FROM items",
+        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY price) FROM items",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
+        "EXPLAIN SELECT * FROM items WHERE id = 1",
+        "SELECT * FROM items WHERE price > :p",
+    ],
+)
+async def test_postgres_reads_that_look_unusual_work(pg_url: str, sql: str) -> None:
+    result = await _call(pg_url, "run_query", {"sql": sql, "params": {"p": 5}})
+    assert not result.is_error, _text(result)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT id, sum(price) OVER (ORDER BY id) FROM items",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
+        "EXPLAIN SELECT * FROM items WHERE id = 1",
+    ],
+)
+async def test_mariadb_reads_that_look_unusual_work(my_url: str, sql: str) -> None:
+    result = await _call(my_url, "run_query", {"sql": sql})
+    assert not result.is_error, _text(result)
+
+
+@pytest.mark.parametrize("which", ["pg", "my"])
+def test_the_engine_refuses_writes_without_the_parser(which: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue("pg_url" if which == "pg" else "my_url")
+    before = _state(url)
+    db = Database(url)
+    for sql in ["DELETE FROM items", "INSERT INTO items VALUES (8, 'y', 1)", "CREATE TABLE evil (x INTEGER)"]:
+        with pytest.raises(Exception), db.connect() as connection:  # noqa: B017, PT011 - any refusal will do
+            db.execute(connection, sql)
+    db.engine.dispose()
+    assert _state(url) == before
+
+
+async def test_postgres_statement_timeout_stops_a_long_read(pg_url: str) -> None:
+    slow = "SELECT count(*) FROM generate_series(1, 100000000) a"
+    result = await _call(pg_url, "run_query", {"sql": slow}, statement_timeout_s=0.2)
+    assert result.is_error
+    assert "timeout" in _text(result)
+
+
+async def test_describe_tables_on_postgres_and_mariadb(pg_url: str, my_url: str) -> None:
+    for url in (pg_url, my_url):
+        result = await _call(url, "describe_tables", {"tables": ["items"]})
+        text_ = _text(result)
+        assert not result.is_error, text_
+        assert "PRIMARY KEY (id)" in text_
+        assert "CHECK" in text_
+
+
+async def test_a_password_never_reaches_an_error() -> None:
+    url = "postgresql+psycopg://someone:hunter2secret@127.0.0.1:5432/nope"
+    result = await _call(url, "run_query", {"sql": "SELECT 1"})
+    assert result.is_error
+    assert "hunter2secret" not in _text(result)
