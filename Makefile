@@ -19,8 +19,12 @@ install: uv ## Install every package of the workspace and the dev tools into .ve
 	$(UV) sync --all-packages --locked
 
 .PHONY: demo
-demo: install ## A scripted session with the template server, printing every JSON-RPC message
+demo: install ## A scripted session with the database inspector on its bundled sample, every JSON-RPC message
 	$(UV) run --no-sync python scripts/demo.py
+
+.PHONY: demo-template
+demo-template: install ## The same with the template server, on notes in a temporary folder
+	$(UV) run --no-sync python scripts/demo.py template
 
 .PHONY: format
 format: install ## Format and autofix

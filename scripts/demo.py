@@ -1,7 +1,8 @@
-"""`make demo`: a scripted MCP session with the template server over stdio, printing every message.
+"""`make demo`: a scripted MCP session over stdio, printing every message, like a transcript.
 
-It reads like a transcript: → is what the client sends, ← what the server answers. The notes live in a
-temporary folder that is deleted afterwards.
+→ is what the client sends, ← what the server answers. `python scripts/demo.py` shows the database inspector
+on its bundled SQLite sample (`make demo`); `python scripts/demo.py template` the template server on notes in
+a temporary folder (`make demo-template`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,51 @@ def show(arrow: str, message: dict[str, Any]) -> None:
     print(f"{arrow} {text}\n")
 
 
-def main() -> int:
+def database() -> int:
+    with StdioWire(python_module("mcp_server_db"), trace=show) as wire:
+
+        def call(method: str, params: dict[str, Any] | None = None, note: str = "") -> dict[str, Any]:
+            if note:
+                print(f"# {note}")
+            return wire.request(method, params)
+
+        def tool(name: str, arguments: dict[str, Any], note: str) -> dict[str, Any]:
+            return call("tools/call", {"name": name, "arguments": arguments}, note)
+
+        call(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "demo", "version": "1"}},
+            "No URL given: the server opens its bundled SQLite sample, read-only.",
+        )
+        wire.notify("notifications/initialized")
+        listed = call("tools/list", note="What the model sees.")
+        size = len(json.dumps(listed["result"]["tools"], separators=(",", ":")))
+        print(f"# tools/list carries {len(listed['result']['tools'])} tools in {size:,} bytes.\n")
+        tool("find_objects", {"pattern": "order*", "detail": "summary"}, "Find what there is, at a chosen detail.")
+        tool("describe_tables", {"tables": ["orders", "order_items"]}, "Describe several tables in one call.")
+        tool(
+            "run_query",
+            {
+                "sql": "SELECT c.name, COUNT(*) AS orders, SUM(t.total_cents) / 100.0 AS spent FROM customers c "
+                "JOIN order_totals t ON t.customer_id = c.id GROUP BY c.id ORDER BY spent DESC LIMIT :n",
+                "params": {"n": 5},
+            },
+            "A read query with a bound parameter: compact rows plus structured content.",
+        )
+        tool("describe_tables", {"tables": ["ordrs"]}, "A typo the model can fix: isError with a did-you-mean.")
+        tool(
+            "run_query",
+            {"sql": "SELECT 1; DROP TABLE customers"},
+            "Read-only holds: a second statement is refused before it reaches the engine.",
+        )
+        tool("run_query", {"sql": "DELETE FROM orders"}, "So is any write.")
+        print("# The client leaves: stdin closes and the server exits cleanly.")
+        code = wire.close()
+        print(f"# exit code {code}")
+        return code
+
+
+def template() -> int:
     with tempfile.TemporaryDirectory() as folder:
         notes = Path(folder)
         (notes / "groceries").write_text("milk\neggs\nbread\n")
@@ -68,4 +113,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(template() if sys.argv[1:] == ["template"] else database())
