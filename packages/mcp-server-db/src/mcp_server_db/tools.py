@@ -121,7 +121,8 @@ class QueryResult(Rendered):
     def render(self) -> str:
         lines = ["\t".join(self.columns)]
         lines += ["\t".join(_cell(v) for v in row) for row in self.rows]
-        tail = f"({len(self.rows)} rows{', truncated' if self.truncated else ''})"
+        noun = "row" if len(self.rows) == 1 else "rows"
+        tail = f"({len(self.rows)} {noun}{', truncated' if self.truncated else ''})"
         lines.append(tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else ""))
         return "\n".join(lines)
 
