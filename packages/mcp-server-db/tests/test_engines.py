@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -78,14 +78,14 @@ def _service(url: str) -> None:
         engine.dispose()
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    _service(PG_ADMIN)
+def _scratch_database(admin_url: str, url_of: Callable[[str], str], drop: str) -> Iterator[str]:
+    """A database of its own for one test, with the SETUP tables, dropped afterwards."""
+    _service(admin_url)
     name = f"mcpdb_test_{secrets.token_hex(4)}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f"CREATE DATABASE {name}"))
-    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    url = url_of(name)
     owner = create_engine(url)
     with owner.begin() as connection:
         for statement in SETUP:
@@ -93,27 +93,24 @@ def pg_url() -> Iterator[str]:
     owner.dispose()
     yield url
     with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+        connection.execute(text(drop.format(name=name)))
     admin.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    yield from _scratch_database(
+        PG_ADMIN,
+        lambda name: f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
+        "DROP DATABASE {name} WITH (FORCE)",
+    )
 
 
 @pytest.fixture
 def my_url() -> Iterator[str]:
-    _service(MY_ADMIN)
-    name = f"mcpdb_test_{secrets.token_hex(4)}"
-    admin = create_engine(MY_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    url = f"mysql+pymysql://root@127.0.0.1:3306/{name}"
-    owner = create_engine(url)
-    with owner.begin() as connection:
-        for statement in SETUP:
-            connection.execute(text(statement))
-    owner.dispose()
-    yield url
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE {name}"))
-    admin.dispose()
+    yield from _scratch_database(
+        MY_ADMIN, lambda name: f"mysql+pymysql://root@127.0.0.1:3306/{name}", "DROP DATABASE {name}"
+    )
 
 
 def _state(url: str) -> Any:
