@@ -103,3 +103,28 @@ async def test_subscribing_to_an_unknown_resource_is_invalid_params() -> None:
         with pytest.raises(MCPError) as raised, pytest.warns(MCPDeprecationWarning):
             await client.session.subscribe_resource("nothing://here")
     assert raised.value.error.code == -32602
+
+
+async def test_background_jobs_run_while_serving_and_shutdown_steps_follow_their_cancellation() -> None:
+    import asyncio
+
+    events: list[str] = []
+    server = ReferenceServer("lifecycle", version="0")
+
+    async def poller() -> None:
+        events.append("started")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            events.append("cancelled")
+
+    async def failing() -> None:
+        raise RuntimeError("boom")
+
+    server.run_in_background(poller)
+    server.run_in_background(failing)
+    server.on_shutdown(lambda: events.append("closed"))
+    async with Client(server) as client:
+        await client.list_tools()
+        assert events == ["started"]
+    assert events == ["started", "cancelled", "closed"]

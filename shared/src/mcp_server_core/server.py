@@ -10,8 +10,11 @@ This is the one place where errors are translated to the wire:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import mcp_types
@@ -60,10 +63,16 @@ class ReferenceServer(FastMCP[Any]):
     ) -> None:
         # Set before FastMCP's constructor, which registers the protocol handlers that use it.
         self.changes = ChangeHub(debounce=debounce)
+        self._background: list[Callable[[], Awaitable[None]]] = []
+        self._shutdown: list[Callable[[], Awaitable[None] | None]] = []
+        self._own_lifespan: Callable[[Any], AbstractAsyncContextManager[Any]] | None = fastmcp_options.pop(
+            "lifespan", None
+        )
         super().__init__(
             name,
             instructions,
             version=version,
+            lifespan=self._family_lifespan,
             # Masked: an unexpected exception's text may hold paths, SQL or secrets; its traceback goes to the log.
             mask_error_details=True,
             **fastmcp_options,
@@ -74,6 +83,42 @@ class ReferenceServer(FastMCP[Any]):
         self.toolsets = Toolsets(self, toolsets, read_only=read_only)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name)
+
+    # --- what runs beside the requests: pollers, watchers, and what closes when the server stops --------------
+
+    def run_in_background(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job()` while the server serves (a poller, a file watcher); cancelled when it stops.
+
+        A job that fails is logged and not restarted: its loop should catch what it expects to recover from.
+        """
+        self._background.append(job)
+
+    def on_shutdown(self, callback: Callable[[], Awaitable[None] | None]) -> None:
+        """Call `callback` when the server stops, after background jobs are cancelled (close pools, files)."""
+        self._shutdown.append(callback)
+
+    @asynccontextmanager
+    async def _family_lifespan(self, server: Any) -> AsyncIterator[Any]:
+        async with AsyncExitStack() as stack:
+            result = None
+            if self._own_lifespan is not None:
+                result = await stack.enter_async_context(self._own_lifespan(server))
+            # Plain asyncio tasks, not a task group: the lifespan is entered and left across different tasks
+            # by some transports, which a cancel scope would not survive.
+            jobs = [asyncio.create_task(_logged(job), name=getattr(job, "__name__", "job")) for job in self._background]
+            try:
+                yield result
+            finally:
+                for task in jobs:
+                    task.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                for callback in reversed(self._shutdown):
+                    try:
+                        outcome = callback()
+                        if inspect.isawaitable(outcome):
+                            await outcome
+                    except Exception:
+                        logger.exception("shutdown step %r failed", callback)
 
     # --- handlers fastmcp lacks ------------------------------------------------------------------------------
 
@@ -158,6 +203,15 @@ class ReferenceServer(FastMCP[Any]):
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
+
+
+async def _logged(job: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await job()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("background job %r stopped", job)
 
 
 async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
