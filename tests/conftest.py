@@ -6,6 +6,7 @@ and every wire-level test runs against it too.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,14 +17,24 @@ Launcher = Callable[[Path], list[str]]
 
 SERVERS: dict[str, Launcher] = {
     "template": lambda tmp: python_module("mcp_server_template", "--notes-dir", str(tmp / "notes")),
-    "db": lambda tmp: python_module("mcp_server_db"),
+    "db": lambda tmp: python_module("mcp_server_db", f"sqlite:///{_sample_copy(tmp)}", "--allow-write"),
 }
 
 CHANGE_TRIGGERS: dict[str, tuple[str, dict[str, object]]] = {
     "template": ("write_note", {"name": "fresh", "text": "x"}),
+    "db": ("execute_statement", {"sql": "CREATE TABLE fresh (id INTEGER PRIMARY KEY)"}),
 }
-"""A tool call that makes each server send notifications/resources/list_changed (the db server's schema
-resources are still to come, issue 4)."""
+"""A tool call that makes each server send notifications/resources/list_changed."""
+
+
+def _sample_copy(tmp: Path) -> Path:
+    """The db server's bundled sample, copied so that write mode has something throwaway to write to."""
+    from mcp_server_db.database import sample_path
+
+    target = tmp / "sample.db"
+    if not target.exists():
+        shutil.copy(sample_path(), target)
+    return target
 
 
 def change_trigger(server: str) -> tuple[str, dict[str, object]]:

@@ -67,6 +67,19 @@ def test_compact_schema_advertises_optional_nulls_as_plain_types() -> None:
     assert "additionalProperties" not in compact_schema(schema, output=True)
 
 
+def test_compact_schema_drops_the_default_open_object_but_not_a_property_of_that_name() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "params": {"type": "object", "additionalProperties": True},
+            "additionalProperties": {"type": "boolean"},
+        },
+    }
+    compact = compact_schema(schema)
+    assert compact["properties"]["params"] == {"type": "object"}
+    assert compact["properties"]["additionalProperties"] == {"type": "boolean"}
+
+
 @pytest.mark.parametrize("name", ["Read", "read", "readFile", "read-file", "_read_file", "read__file"])
 def test_tool_names_must_be_snake_case_verb_noun(name: str) -> None:
     def fn() -> str:

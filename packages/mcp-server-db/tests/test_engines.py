@@ -207,3 +207,52 @@ async def test_a_password_never_reaches_an_error() -> None:
     result = await _call(url, "run_query", {"sql": "SELECT 1"})
     assert result.is_error
     assert "hunter2secret" not in _text(result)
+
+
+@pytest.mark.parametrize("which", ["pg_url", "my_url"])
+async def test_write_mode_commits_one_statement_and_a_failed_one_changes_nothing(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue(which)
+    async with Client(build_server(DbSettings(url=url, allow_write=True, schema_poll_s=0))) as client:
+        done = await client.call_tool_mcp("execute_statement", {"sql": "UPDATE items SET price = price + 1"})
+        after_update = _state(url)
+        failed = await client.call_tool_mcp(
+            "execute_statement", {"sql": "UPDATE items SET price = -1 WHERE id = :id", "params": {"id": 1}}
+        )
+        read = await client.call_tool_mcp("run_query", {"sql": "SELECT count(*) AS n FROM items"})
+        refused_read_write = await client.call_tool_mcp("run_query", {"sql": "DELETE FROM items"})
+    assert not done.is_error, _text(done)
+    assert failed.is_error  # the CHECK (price >= 0) refuses it
+    assert _state(url) == after_update
+    assert not read.is_error, _text(read)  # the read pool stays read-only beside the writer
+    assert refused_read_write.is_error
+
+
+@pytest.mark.parametrize("which", ["pg_url", "my_url"])
+def test_the_schema_fingerprint_changes_with_a_column_and_not_with_data(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    from mcp_server_db.catalog import fingerprint
+    from mcp_server_db.database import Database
+
+    url = request.getfixturevalue(which)
+    db = Database(url)
+    owner = create_engine(url)
+
+    def snapshot() -> dict[str, str]:
+        with db.connect() as connection:
+            return fingerprint(db, connection)
+
+    first = snapshot()
+    with owner.begin() as connection:
+        connection.execute(text("INSERT INTO items (id, name, price) VALUES (99, 'new', 1)"))
+    assert snapshot() == first
+    with owner.begin() as connection:
+        connection.execute(text("ALTER TABLE items ADD COLUMN note VARCHAR(20)"))
+    changed = snapshot()
+    owner.dispose()
+    db.close()
+    assert "items" in first
+    assert changed["items"] != first["items"]
+    assert {k: v for k, v in changed.items() if k != "items"} == {k: v for k, v in first.items() if k != "items"}

@@ -83,7 +83,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
     """The same contract in fewer bytes: what tools/list sends, since every byte is paid for in context.
 
     - an optional field that defaults to null is advertised as its plain type (not required, no default);
-    - output schemas drop `additionalProperties: false`, which only constrains the server.
+    - output schemas drop `additionalProperties: false`, which only constrains the server;
+    - `additionalProperties: true` on an object is JSON Schema's default, so it goes.
     """
 
     def walk(node: Any) -> Any:
@@ -99,6 +100,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                 node = {**{k: v for k, v in node.items() if k not in ("anyOf", "default")}, **kept[0]}
         if output and node.get("additionalProperties") is False:
             del node["additionalProperties"]
+        if node.get("type") == "object" and node.get("additionalProperties") is True:
+            del node["additionalProperties"]
         return node
 
     compacted: dict[str, Any] = walk(schema)
@@ -109,7 +112,7 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
 
 Cursor = Annotated[
     str | None,
-    Field(description="next_cursor from the previous result; omit for the first page", max_length=4096),
+    Field(description="next_cursor of the previous page", max_length=4096),
 ]
 
 

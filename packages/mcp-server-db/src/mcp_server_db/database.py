@@ -10,11 +10,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from mcp_server_core import InvalidArgument, Unavailable, register_secret
-from sqlalchemy import Connection, create_engine, event, inspect, text
+from mcp_server_core import InvalidArgument, Refused, Unavailable, register_secret
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.pool import NullPool
 
 __all__ = ["Database", "sample_path"]
 
@@ -36,67 +35,118 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None
     return sqlite3.SQLITE_OK
 
 
-class Database:
-    """One database, opened so that the engine itself refuses writes."""
+def _writer_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    # Write mode writes this database, not files beside it: no ATTACH, VACUUM INTO or extensions.
+    if action in _SQLITE_DENY or (action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension"):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
 
-    def __init__(self, url: str | None, *, timeout_s: float = 10.0) -> None:
+
+class _SqliteConnection(sqlite3.Connection):
+    """Carries its own statement deadline: calls on different threads each stop on time."""
+
+    deadline = 0.0
+
+    def past_deadline(self) -> int:
+        return 1 if self.deadline and time.monotonic() > self.deadline else 0
+
+
+class Database:
+    """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
+
+    def __init__(self, url: str | None, *, timeout_s: float = 10.0, allow_write: bool = False) -> None:
         self.timeout_s = timeout_s
-        self._deadline = 0.0
         if url is None:
+            if allow_write:
+                raise ValueError("the bundled sample database is read-only: give a database URL to write to")
             url = f"sqlite:///{sample_path()}"
         parsed = make_url(url)
         register_secret(parsed.password)
         self.display_url = parsed.render_as_string(hide_password=True)
         self.dialect = parsed.get_backend_name()
+        self.writer: Engine | None = None
         if self.dialect == "sqlite":
             path = parsed.database or ""
             if not path or path == ":memory:" or not Path(path).exists():
                 raise ValueError(f"SQLite database file not found: {path or '(none)'}")
-            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path))
+            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "ro"))
+            if allow_write:
+                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "rw"))
         elif self.dialect in ("postgresql", "mysql", "mariadb"):
             if self.dialect == "postgresql" and parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")
             if self.dialect in ("mysql", "mariadb") and "+" not in parsed.drivername:
                 parsed = parsed.set(drivername=f"{self.dialect}+pymysql")
-            # NullPool for this cut: no connection outlives a call (and each one gets the session settings).
-            self.engine = create_engine(parsed, poolclass=NullPool)
-            event.listen(self.engine, "connect", self._server_session)
+            # A small pool: connecting costs more than most catalog reads. pre_ping replaces a connection the
+            # server dropped (a restart) instead of failing the call; the session settings are re-asserted
+            # at every checkout, so nothing one call did to its session survives into the next.
+            options: dict[str, Any] = {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 1800}
+            self.engine = create_engine(parsed, **options)
+            event.listen(self.engine, "checkout", self._read_only_session)
+            if allow_write:
+                self.writer = create_engine(parsed, **options)
+                event.listen(self.writer, "checkout", self._timed_session)
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
 
-    def _sqlite_connect(self, path: str) -> sqlite3.Connection:
-        raw = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
-        raw.execute("PRAGMA query_only=ON")
-        raw.set_authorizer(_authorizer)
-        raw.set_progress_handler(lambda: 1 if self._deadline and time.monotonic() > self._deadline else 0, 10_000)
+    def _sqlite_connect(self, path: str, mode: str) -> sqlite3.Connection:
+        raw = sqlite3.connect(
+            f"file:{Path(path).resolve()}?mode={mode}", uri=True, check_same_thread=False, factory=_SqliteConnection
+        )
+        if mode == "ro":
+            raw.execute("PRAGMA query_only=ON")
+            raw.set_authorizer(_authorizer)
+        else:
+            raw.set_authorizer(_writer_authorizer)
+        raw.set_progress_handler(raw.past_deadline, 10_000)
         return raw
 
-    def _server_session(self, dbapi_connection: Any, _record: Any) -> None:
+    def _read_only_session(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        self._session(dbapi_connection, read_only=True)
+
+    def _timed_session(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        self._session(dbapi_connection, read_only=False)
+
+    def _session(self, dbapi_connection: Any, *, read_only: bool) -> None:
         cursor = dbapi_connection.cursor()
+        mode = "READ ONLY" if read_only else "READ WRITE"
         if self.dialect == "postgresql":
-            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            cursor.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION {mode}")
             cursor.execute(f"SET statement_timeout = {int(self.timeout_s * 1000)}")
         else:
-            cursor.execute("SET SESSION TRANSACTION READ ONLY")
+            cursor.execute(f"SET SESSION TRANSACTION {mode}")
             cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
         cursor.close()
         dbapi_connection.commit()
 
     @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        """A connection whose transaction is always rolled back, with the statement deadline armed."""
+    def connect(self, *, write: bool = False) -> Iterator[Connection]:
+        """A connection with the statement deadline armed; rolled back at the end unless `write` commits it."""
+        engine = self.writer if write else self.engine
+        if engine is None:
+            raise Refused("Writing is off.", hint="Start the server with --allow-write and a database URL.")
         try:
-            with self.engine.connect() as connection:
-                self._deadline = time.monotonic() + self.timeout_s
+            with engine.connect() as connection:
+                raw: Any = connection.connection.dbapi_connection
+                if isinstance(raw, _SqliteConnection):
+                    raw.deadline = time.monotonic() + self.timeout_s
                 try:
                     yield connection
+                    if write:
+                        connection.commit()
                 finally:
-                    self._deadline = 0.0
+                    if isinstance(raw, _SqliteConnection):
+                        raw.deadline = 0.0
                     connection.rollback()
         except DBAPIError as exc:
             raise self._failure(exc) from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+        if self.writer is not None:
+            self.writer.dispose()
 
     def _failure(self, exc: DBAPIError) -> Exception:
         message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__

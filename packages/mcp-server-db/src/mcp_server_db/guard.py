@@ -9,7 +9,7 @@ from mcp_server_core import Refused
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-__all__ = ["FORBIDDEN_FUNCTIONS", "check_read_only"]
+__all__ = ["FORBIDDEN_FUNCTIONS", "check_one_statement", "check_read_only"]
 
 HINT = "Send one SELECT (or WITH ... SELECT, or EXPLAIN SELECT); the server is read-only."
 
@@ -79,3 +79,22 @@ def check_read_only(sql: str, dialect: str) -> tuple[str, bool]:
             if name in FORBIDDEN_FUNCTIONS or name.startswith(_FORBIDDEN_PREFIXES):
                 raise _refuse(f"function {name}() has side effects or reaches outside the database")
     return body.strip().rstrip(";"), explain
+
+
+def check_one_statement(sql: str, dialect: str) -> str:
+    """Write mode: any one statement, but not transaction control (the server commits or rolls back the call)."""
+    if "/*!" in sql:
+        raise Refused("Refused: MySQL conditional comments (/*! ... */) are not allowed.", hint="Send plain SQL.")
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=DIALECTS.get(dialect, dialect)) if s is not None]
+    except ParseError as exc:
+        first = str(exc).splitlines()[0][:200]
+        raise Refused(f"Refused: the SQL could not be checked as one statement ({first}).") from None
+    if len(statements) != 1:
+        raise Refused(f"Refused: {len(statements)} statements were sent.", hint="Send one statement per call.")
+    if isinstance(statements[0], exp.Transaction | exp.Commit | exp.Rollback):
+        raise Refused(
+            "Refused: transaction control is the server's: each call commits, or changes nothing.",
+            hint="Send the statement alone.",
+        )
+    return sql.strip().rstrip(";")

@@ -3,35 +3,62 @@
 from __future__ import annotations
 
 import argparse
+import logging
+from collections.abc import Callable
 
-from mcp_server_core import ReferenceServer, ServerSpec
+from mcp_server_core import ReferenceServer, ServerSpec, ToolFailure
 
 from mcp_server_db import __version__
 from mcp_server_db.database import Database
+from mcp_server_db.prompts import add_prompts
+from mcp_server_db.resources import SchemaResources
 from mcp_server_db.settings import DbSettings
-from mcp_server_db.tools import plan_toolset, query_toolset, schema_toolset
+from mcp_server_db.tools import analysis_toolset, query_toolset, schema_toolset, write_toolset
 
 INSTRUCTIONS = (
-    "A read-only database inspector. find_objects, then describe_tables; run_query for one SELECT with params "
+    "A database inspector. find_objects, then describe_tables; run_query for one SELECT with params "
     "(EXPLAIN SELECT shows a plan)."
 )
+logger = logging.getLogger(__name__)
 
 
 def build_server(settings: DbSettings) -> ReferenceServer:
-    db = Database(settings.url, timeout_s=settings.statement_timeout_s)
-    return ReferenceServer(
+    db = Database(settings.url, timeout_s=settings.statement_timeout_s, allow_write=settings.allow_write)
+    writes = settings.allow_write and not settings.read_only
+    toolsets = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
+    refresh_schema: list[Callable[[], None]] = []
+    if writes:
+        # Listed only here: without --allow-write no tool can write, whatever --toolsets says.
+        toolsets.append(write_toolset(db, after_write=lambda: refresh_schema[0]()))
+    server = ReferenceServer(
         "db",
         version=__version__,
-        instructions=f"{INSTRUCTIONS} Connected to {db.dialect}.",
-        toolsets=[schema_toolset(db), query_toolset(db), plan_toolset(db)],
+        instructions=f"{INSTRUCTIONS} Connected to {db.dialect}"
+        + ("; execute_statement writes and commits." if writes else ", read-only."),
+        toolsets=toolsets,
         enabled_toolsets=settings.toolsets,
         read_only=settings.read_only,
     )
+    schema = SchemaResources(server, db)
+    refresh_schema.append(schema.refresh)
+    try:
+        schema.refresh(announce=False)
+    except ToolFailure as exc:  # the database is down at start: serve anyway, the poller catches up
+        logger.warning("schema not read at start: %s", exc)
+    if settings.schema_poll_s:
+        server.run_in_background(lambda: schema.poll(settings.schema_poll_s))
+    server.on_shutdown(db.close)
+    add_prompts(server)
+    return server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", nargs="?", help="SQLAlchemy database URL (default: the bundled sample database)")
     parser.add_argument("--statement-timeout-s", type=float, help="server-side timeout of each statement")
+    parser.add_argument(
+        "--allow-write", action="store_const", const=True, help="add execute_statement, which writes and commits"
+    )
+    parser.add_argument("--schema-poll-s", type=float, help="seconds between schema checks (0: off; default 10)")
 
 
 SPEC = ServerSpec(

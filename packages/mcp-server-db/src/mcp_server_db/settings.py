@@ -14,3 +14,5 @@ class DbSettings(ServerSettings):
         description="SQLAlchemy URL; none serves the bundled sample database",
     )
     statement_timeout_s: float = Field(10.0, gt=0, le=600, description="server-side timeout of each statement")
+    allow_write: bool = Field(False, description="add execute_statement, which commits (needs a URL)")
+    schema_poll_s: float = Field(10.0, ge=0, description="how often to check for schema changes; 0 turns it off")

@@ -1,31 +1,30 @@
-"""The tools: find and describe schema objects, run and explain read-only queries."""
+"""The tools: find and describe schema objects, run and explain read-only queries, and (opt-in) write."""
 
 from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp_server_core import (
     Cursor,
     InvalidArgument,
     Limit,
-    NotFound,
     Rendered,
     Toolset,
     decode_cursor,
-    did_you_mean,
     encode_cursor,
 )
 from pydantic import BaseModel, Field
-from sqlalchemy import text
 
+from mcp_server_db.catalog import TableInfo, cell, describe, json_value, require
+from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
-from mcp_server_db.guard import check_read_only
+from mcp_server_db.guard import check_one_statement, check_read_only
 
 Kind = Literal["table", "view", "column", "index"]
 QUERY_BYTES = 12_000
-CELL_CHARS = 200
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -50,60 +49,6 @@ class ObjectList(Rendered):
         return "\n".join(lines)
 
 
-class ColumnInfo(BaseModel):
-    name: str
-    type: str
-    nullable: bool
-    default: str | None = None
-    comment: str | None = None
-
-
-class ForeignKey(BaseModel):
-    columns: list[str]
-    ref_table: str
-    ref_columns: list[str]
-
-
-class IndexInfo(BaseModel):
-    name: str
-    columns: list[str]
-    unique: bool
-
-
-class TableInfo(BaseModel):
-    name: str
-    kind: str
-    comment: str | None = None
-    columns: list[ColumnInfo]
-    primary_key: list[str]
-    foreign_keys: list[ForeignKey]
-    referenced_by: list[ForeignKey]
-    indexes: list[IndexInfo]
-    unique: list[list[str]]
-    checks: list[str]
-    row_estimate: int | None = None
-
-    def render(self) -> str:
-        head = f"{self.kind.upper()} {self.name}" + (f" -- {self.comment}" if self.comment else "")
-        head += f" (~{self.row_estimate} rows)" if self.row_estimate is not None else ""
-        lines = [head]
-        for c in self.columns:
-            line = f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}"
-            line += f" DEFAULT {c.default}" if c.default is not None else ""
-            line += f" -- {c.comment}" if c.comment else ""
-            lines.append(line)
-        if self.primary_key:
-            lines.append(f"  PRIMARY KEY ({', '.join(self.primary_key)})")
-        lines += [
-            f"  FK ({', '.join(f.columns)}) -> {f.ref_table}({', '.join(f.ref_columns)})" for f in self.foreign_keys
-        ]
-        lines += [f"  <- {f.ref_table}({', '.join(f.columns)})" for f in self.referenced_by]
-        lines += [f"  UNIQUE ({', '.join(u)})" for u in self.unique]
-        lines += [f"  CHECK ({c})" for c in self.checks]
-        lines += [f"  {'UNIQUE ' if i.unique else ''}INDEX {i.name} ({', '.join(i.columns)})" for i in self.indexes]
-        return "\n".join(lines)
-
-
 class TableDescriptions(Rendered):
     # Plain objects in the schema: the nested models would cost tools/list 1.5 kB; the keys are TableInfo's.
     tables: list[dict[str, Any]]
@@ -120,10 +65,33 @@ class QueryResult(Rendered):
 
     def render(self) -> str:
         lines = ["\t".join(self.columns)]
-        lines += ["\t".join(_cell(v) for v in row) for row in self.rows]
+        lines += ["\t".join(cell(v) for v in row) for row in self.rows]
         noun = "row" if len(self.rows) == 1 else "rows"
         tail = f"({len(self.rows)} {noun}{', truncated' if self.truncated else ''})"
         lines.append(tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else ""))
+        return "\n".join(lines)
+
+
+class ValueCounts(Rendered):
+    values: list[list[Any]]  # [value, count], most common first
+    distinct: int
+    nulls: int
+
+    def render(self) -> str:
+        lines = [f"{cell(value)}\t{count}" for value, count in self.values]
+        lines.append(f"({self.distinct} distinct, {self.nulls} NULL)")
+        return "\n".join(lines)
+
+
+class Executed(Rendered):
+    rows_affected: int | None = None
+    returned: list[list[Any]] = Field(default_factory=list)
+
+    def render(self) -> str:
+        lines = ["\t".join(cell(v) for v in row) for row in self.returned]
+        lines.append(
+            "Committed." + (f" {self.rows_affected} row(s) affected." if self.rows_affected is not None else "")
+        )
         return "\n".join(lines)
 
 
@@ -137,73 +105,11 @@ class QueryPlan(Rendered):
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
-    shown = "NULL" if value is None else str(value)
-    shown = shown.replace("\t", " ").replace("\n", " ")
-    return shown if len(shown) <= CELL_CHARS else shown[:CELL_CHARS] + "…"
-
-
-def _json_value(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<{len(bytes(value))} bytes>"
-    return str(value)
-
-
 def _matches(pattern: str, name: str) -> bool:
     glob = pattern.replace("%", "*").replace("_", "?") if "%" in pattern else pattern
     if not any(ch in glob for ch in "*?["):
         return glob.lower() in name.lower()
     return fnmatch.fnmatch(name.lower(), glob.lower())
-
-
-def _sqlite_comments(db: Database, connection: Any) -> dict[tuple[str, str | None], str]:
-    if db.dialect != "sqlite":
-        return {}
-    try:
-        rows = connection.execute(text("SELECT table_name, column_name, comment FROM schema_comments")).all()
-    except Exception:
-        return {}
-    return {(r[0], r[1]): r[2] for r in rows}
-
-
-def _row_estimate(db: Database, connection: Any, table: str) -> int | None:
-    try:
-        if db.dialect == "postgresql":
-            value = connection.execute(
-                text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}
-            ).scalar()
-            if value is not None and value < 0:
-                value = connection.execute(text(f'SELECT count(*) FROM "{table}"')).scalar()  # noqa: S608
-        elif db.dialect == "sqlite":
-            value = connection.execute(text(f'SELECT count(*) FROM "{table}"')).scalar()  # noqa: S608
-        else:
-            value = connection.execute(
-                text(
-                    "SELECT table_rows FROM information_schema.tables"
-                    " WHERE table_schema = DATABASE() AND table_name = :t"
-                ),
-                {"t": table},
-            ).scalar()
-    except Exception:
-        return None
-    return None if value is None else int(value)
-
-
-def _checks(db: Database, connection: Any, inspector: Any, table: str) -> list[str]:
-    checks = [str(ck["sqltext"]) for ck in inspector.get_check_constraints(table)]
-    if not checks and db.dialect in ("mysql", "mariadb"):
-        # SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all.
-        rows = connection.execute(
-            text(
-                "SELECT check_clause FROM information_schema.check_constraints"
-                " WHERE constraint_schema = DATABASE() AND table_name = :t"
-            ),
-            {"t": table},
-        ).all()
-        checks = [str(r[0]) for r in rows]
-    return checks
 
 
 # --- the toolsets ----------------------------------------------------------------------------------------
@@ -258,84 +164,11 @@ def schema_toolset(db: Database) -> Toolset:
     @toolset.tool(title="Describe tables", read_only=True, open_world=False)
     def describe_tables(
         tables: Annotated[list[str], Field(min_length=1, max_length=50)],
+        sample_rows: Annotated[int, Field(ge=0, le=20)] = 0,
     ) -> TableDescriptions:
-        """Use to see columns, keys, indexes and checks of tables."""
-        described: list[TableInfo] = []
+        """Use to see columns, keys, indexes, checks and sample rows of tables."""
         with db.connect() as connection:
-            inspector = db.inspector(connection)
-            all_tables = inspector.get_table_names()
-            views = inspector.get_view_names()
-            known = set(all_tables) | set(views)
-            for name in tables:
-                if name not in known:
-                    raise NotFound(f"Table {name!r} not found.", hint=did_you_mean(name, known, noun="table"))
-            comments = _sqlite_comments(db, connection)
-            incoming: dict[str, list[ForeignKey]] = {}
-            for other in all_tables:
-                for fk in inspector.get_foreign_keys(other):
-                    incoming.setdefault(fk["referred_table"], []).append(
-                        ForeignKey(
-                            columns=fk["constrained_columns"], ref_table=other, ref_columns=fk["referred_columns"]
-                        )
-                    )
-            for name in tables:
-                is_view = name in views and name not in all_tables
-                columns = [
-                    ColumnInfo(
-                        name=c["name"],
-                        type=str(c["type"]),
-                        nullable=bool(c.get("nullable", True)),
-                        default=None if c.get("default") is None else str(c["default"]),
-                        comment=c.get("comment") or comments.get((name, c["name"])),
-                    )
-                    for c in inspector.get_columns(name)
-                ]
-                if is_view:
-                    described.append(
-                        TableInfo(
-                            name=name,
-                            kind="view",
-                            columns=columns,
-                            primary_key=[],
-                            foreign_keys=[],
-                            referenced_by=[],
-                            indexes=[],
-                            unique=[],
-                            checks=[],
-                        )
-                    )
-                    continue
-                try:
-                    comment = inspector.get_table_comment(name).get("text")
-                except NotImplementedError:
-                    comment = None
-                described.append(
-                    TableInfo(
-                        name=name,
-                        kind="table",
-                        comment=comment or comments.get((name, None)),
-                        columns=columns,
-                        primary_key=list(inspector.get_pk_constraint(name).get("constrained_columns") or []),
-                        foreign_keys=[
-                            ForeignKey(
-                                columns=fk["constrained_columns"],
-                                ref_table=fk["referred_table"],
-                                ref_columns=fk["referred_columns"],
-                            )
-                            for fk in inspector.get_foreign_keys(name)
-                        ],
-                        referenced_by=incoming.get(name, []),
-                        indexes=[
-                            IndexInfo(
-                                name=ix["name"] or "", columns=[str(c) for c in ix["column_names"]], unique=ix["unique"]
-                            )
-                            for ix in inspector.get_indexes(name)
-                        ],
-                        unique=[list(u["column_names"]) for u in inspector.get_unique_constraints(name)],
-                        checks=_checks(db, connection, inspector, name),
-                        row_estimate=_row_estimate(db, connection, name),
-                    )
-                )
+            described = describe(db, connection, tables, sample=sample_rows)
         return TableDescriptions(tables=[t.model_dump(mode="json", exclude_none=True) for t in described])
 
     return toolset
@@ -367,11 +200,11 @@ def query_toolset(db: Database) -> Toolset:
                 result.fetchmany(offset)
             fetched = result.fetchmany(limit + 1)
             result.close()
-        rows = [[_json_value(v) for v in row] for row in fetched[:limit]]
+        rows = [[json_value(v) for v in row] for row in fetched[:limit]]
         more = len(fetched) > limit
         used = 0
         for index, row in enumerate(rows):
-            used += len("\t".join(_cell(v) for v in row).encode()) + 1
+            used += len("\t".join(cell(v) for v in row).encode()) + 1
             if used > QUERY_BYTES and index > 0:
                 rows, more = rows[:index], True
                 break
@@ -381,9 +214,9 @@ def query_toolset(db: Database) -> Toolset:
     return toolset
 
 
-def plan_toolset(db: Database) -> Toolset:
-    # Off by default (tools/list budget): run_query takes EXPLAIN SELECT too. --toolsets all turns it on.
-    toolset = Toolset("plan", "Explain queries", default=False)
+def analysis_toolset(db: Database) -> Toolset:
+    # Off by default (tools/list budget): run_query takes EXPLAIN SELECT and GROUP BY too. --toolsets all adds it.
+    toolset = Toolset("analysis", "Explain queries and profile columns", default=False)
 
     @toolset.tool(title="Explain query", read_only=True, open_world=False)
     def explain_query(
@@ -394,8 +227,43 @@ def plan_toolset(db: Database) -> Toolset:
         statement, _ = check_read_only(sql, db.dialect)
         with db.connect() as connection:
             result = db.execute(connection, _explain_sql(db, statement), params)
-            plan = [" | ".join(_cell(v) for v in row) for row in result.fetchmany(500)]
+            plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
         return QueryPlan(plan=plan)
+
+    @toolset.tool(title="Distinct values", read_only=True, open_world=False)
+    def distinct_values(
+        table: str,
+        column: str,
+        limit: Annotated[Limit, Field(le=200)] = 20,
+    ) -> ValueCounts:
+        """Use to see the most common values of a column, with counts."""
+        with db.connect() as connection:
+            inspector = db.inspector(connection)
+            require(table, [*inspector.get_table_names(), *inspector.get_view_names()])
+            require(column, [c["name"] for c in inspector.get_columns(table)], noun="column")
+            values, distinct, nulls = catalog_distinct_values(connection, table, column, limit)
+        return ValueCounts(values=values, distinct=distinct, nulls=nulls)
+
+    return toolset
+
+
+def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
+    """Present only with --allow-write: the server registers it, and nothing else can write."""
+    toolset = Toolset("write", "Change data and schema (--allow-write)")
+
+    @toolset.tool(title="Execute statement", read_only=False, destructive=True, idempotent=False, open_world=False)
+    def execute_statement(sql: str, params: dict[str, Any] | None = None) -> Executed:
+        """Use to run one INSERT, UPDATE, DELETE or DDL statement; it commits, or changes nothing."""
+        statement = check_one_statement(sql, db.dialect)
+        with db.connect(write=True) as connection:
+            try:
+                result = db.execute(connection, statement, params)
+            except KeyError as exc:
+                raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
+            returned = [[json_value(v) for v in row] for row in result.fetchmany(100)] if result.returns_rows else []
+            affected = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else None
+        after_write()  # a CREATE or ALTER is announced now, not at the next poll
+        return Executed(rows_affected=affected, returned=returned)
 
     return toolset
 

@@ -1,0 +1,287 @@
+"""Schema reads: describing tables, sampling them, and the fingerprint that tells when the schema changed."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from mcp_server_core import NotFound, did_you_mean
+from pydantic import BaseModel
+from sqlalchemy import Connection, text
+
+from mcp_server_db.database import Database
+
+__all__ = ["ColumnInfo", "ForeignKey", "IndexInfo", "TableInfo", "describe", "fingerprint", "quote", "sample_rows"]
+
+CELL_CHARS = 200
+
+
+class ColumnInfo(BaseModel):
+    name: str
+    type: str
+    nullable: bool
+    default: str | None = None
+    comment: str | None = None
+
+
+class ForeignKey(BaseModel):
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str]
+
+
+class IndexInfo(BaseModel):
+    name: str
+    columns: list[str]
+    unique: bool
+
+
+class TableInfo(BaseModel):
+    name: str
+    kind: str
+    comment: str | None = None
+    columns: list[ColumnInfo]
+    primary_key: list[str] = []
+    foreign_keys: list[ForeignKey] = []
+    referenced_by: list[ForeignKey] = []
+    indexes: list[IndexInfo] = []
+    unique: list[list[str]] = []
+    checks: list[str] = []
+    row_estimate: int | None = None
+    sample: list[list[Any]] | None = None
+
+    def render(self) -> str:
+        head = f"{self.kind.upper()} {self.name}" + (f" -- {self.comment}" if self.comment else "")
+        head += f" (~{self.row_estimate} rows)" if self.row_estimate is not None else ""
+        lines = [head]
+        for c in self.columns:
+            line = f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}"
+            line += f" DEFAULT {c.default}" if c.default is not None else ""
+            line += f" -- {c.comment}" if c.comment else ""
+            lines.append(line)
+        if self.primary_key:
+            lines.append(f"  PRIMARY KEY ({', '.join(self.primary_key)})")
+        lines += [
+            f"  FK ({', '.join(f.columns)}) -> {f.ref_table}({', '.join(f.ref_columns)})" for f in self.foreign_keys
+        ]
+        lines += [f"  <- {f.ref_table}({', '.join(f.columns)})" for f in self.referenced_by]
+        lines += [f"  UNIQUE ({', '.join(u)})" for u in self.unique]
+        lines += [f"  CHECK ({c})" for c in self.checks]
+        lines += [f"  {'UNIQUE ' if i.unique else ''}INDEX {i.name} ({', '.join(i.columns)})" for i in self.indexes]
+        if self.sample is not None:
+            lines.append(f"  sample ({len(self.sample)} rows):")
+            lines.append("    " + "\t".join(c.name for c in self.columns))
+            lines += ["    " + "\t".join(cell(v) for v in row) for row in self.sample]
+        return "\n".join(lines)
+
+
+def cell(value: Any) -> str:
+    """One value as a table cell: NULL spelled out, tabs and newlines flattened, long text cut."""
+    shown = "NULL" if value is None else str(value)
+    shown = shown.replace("\t", " ").replace("\n", " ")
+    return shown if len(shown) <= CELL_CHARS else shown[:CELL_CHARS] + "…"
+
+
+def json_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<{len(bytes(value))} bytes>"
+    return str(value)
+
+
+def quote(connection: Connection, name: str) -> str:
+    return connection.dialect.identifier_preparer.quote(name)
+
+
+def known_relations(inspector: Any) -> tuple[list[str], list[str]]:
+    return sorted(inspector.get_table_names()), sorted(inspector.get_view_names())
+
+
+def require(name: str, known: Iterable[str], *, noun: str = "table") -> None:
+    known = list(known)
+    if name not in known:
+        raise NotFound(f"{noun.capitalize()} {name!r} not found.", hint=did_you_mean(name, known, noun=noun))
+
+
+def describe(db: Database, connection: Connection, names: list[str], *, sample: int = 0) -> list[TableInfo]:
+    inspector = db.inspector(connection)
+    tables, views = known_relations(inspector)
+    for name in names:
+        require(name, [*tables, *views])
+    comments = _sqlite_comments(db, connection)
+    incoming: dict[str, list[ForeignKey]] = defaultdict(list)
+    # One catalog query on PostgreSQL and MySQL (get_multi_*), not one per table of a large schema.
+    for (_schema, other), fks in inspector.get_multi_foreign_keys().items():
+        for fk in fks:
+            incoming[fk["referred_table"]].append(
+                ForeignKey(columns=fk["constrained_columns"], ref_table=other, ref_columns=fk["referred_columns"])
+            )
+    described = []
+    for name in names:
+        columns = [
+            ColumnInfo(
+                name=c["name"],
+                type=str(c["type"]),
+                nullable=bool(c.get("nullable", True)),
+                default=None if c.get("default") is None else str(c["default"]),
+                comment=c.get("comment") or comments.get((name, c["name"])),
+            )
+            for c in inspector.get_columns(name)
+        ]
+        rows = sample_rows(connection, name, sample) if sample else None
+        if name in views and name not in tables:
+            described.append(TableInfo(name=name, kind="view", columns=columns, sample=rows))
+            continue
+        try:
+            comment = inspector.get_table_comment(name).get("text")
+        except NotImplementedError:
+            comment = None
+        described.append(
+            TableInfo(
+                name=name,
+                kind="table",
+                comment=comment or comments.get((name, None)),
+                columns=columns,
+                primary_key=list(inspector.get_pk_constraint(name).get("constrained_columns") or []),
+                foreign_keys=[
+                    ForeignKey(
+                        columns=fk["constrained_columns"],
+                        ref_table=fk["referred_table"],
+                        ref_columns=fk["referred_columns"],
+                    )
+                    for fk in inspector.get_foreign_keys(name)
+                ],
+                referenced_by=incoming.get(name, []),
+                indexes=[
+                    IndexInfo(name=ix["name"] or "", columns=[str(c) for c in ix["column_names"]], unique=ix["unique"])
+                    for ix in inspector.get_indexes(name)
+                ],
+                unique=[list(u["column_names"]) for u in inspector.get_unique_constraints(name)],
+                checks=_checks(db, connection, inspector, name),
+                row_estimate=_row_estimate(db, connection, name),
+                sample=rows,
+            )
+        )
+    return described
+
+
+def sample_rows(connection: Connection, table: str, count: int) -> list[list[Any]]:
+    """The first `count` rows as the engine returns them: cheap on any size, no ORDER BY to sort a big table."""
+    result = connection.execute(text(f"SELECT * FROM {quote(connection, table)} LIMIT :n"), {"n": count})  # noqa: S608
+    return [[json_value(v) for v in row] for row in result.fetchall()]
+
+
+def distinct_values(connection: Connection, table: str, column: str, limit: int) -> tuple[list[list[Any]], int, int]:
+    """The most common values of a column with their counts, the number of distinct values, and of NULLs."""
+    t, c = quote(connection, table), quote(connection, column)
+    top = connection.execute(
+        text(f"SELECT {c}, count(*) AS n FROM {t} GROUP BY {c} ORDER BY n DESC, {c} LIMIT :n"),  # noqa: S608
+        {"n": limit},
+    ).all()
+    distinct, nulls = connection.execute(
+        text(f"SELECT count(DISTINCT {c}), sum(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END) FROM {t}")  # noqa: S608
+    ).one()
+    return [[json_value(v), int(n)] for v, n in top], int(distinct or 0), int(nulls or 0)
+
+
+# --- the fingerprint: one catalog query per engine, so polling a 5,000-table schema stays cheap ------------
+
+_FINGERPRINT_SQL = {
+    "sqlite": "SELECT tbl_name, type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master"
+    " WHERE name NOT LIKE 'sqlite_%' ORDER BY tbl_name, type, name",
+    "postgresql": """
+        SELECT c.relname, c.relkind::text || ' ' || coalesce(obj_description(c.oid, 'pg_class'), '') || ' '
+               || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' '
+                            || a.attnotnull::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') || ' '
+                            || coalesce(col_description(c.oid, a.attnum), ''), ',' ORDER BY a.attnum)
+                            FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '') || ' '
+               || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY i.indexrelid)
+                            FROM pg_index i WHERE i.indrelid = c.oid), '') || ' '
+               || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), ',' ORDER BY k.conname)
+                            FROM pg_constraint k WHERE k.conrelid = c.oid), '')
+        FROM pg_class c
+        WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+        ORDER BY c.relname""",
+    "mysql": """
+        SELECT t.table_name, concat_ws(' ', t.table_type, t.table_comment,
+               (SELECT group_concat(concat_ws(' ', c.column_name, c.column_type, c.is_nullable, c.column_default,
+                                              c.column_comment) ORDER BY c.ordinal_position SEPARATOR ',')
+                FROM information_schema.columns c
+                WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name),
+               (SELECT group_concat(concat_ws(' ', s.index_name, s.column_name, s.non_unique)
+                                    ORDER BY s.index_name, s.seq_in_index SEPARATOR ',')
+                FROM information_schema.statistics s
+                WHERE s.table_schema = t.table_schema AND s.table_name = t.table_name),
+               (SELECT group_concat(concat_ws(' ', k.constraint_name, k.column_name, k.referenced_table_name,
+                                              k.referenced_column_name) ORDER BY k.constraint_name, k.ordinal_position
+                                    SEPARATOR ',')
+                FROM information_schema.key_column_usage k
+                WHERE k.table_schema = t.table_schema AND k.table_name = t.table_name))
+        FROM information_schema.tables t WHERE t.table_schema = DATABASE() ORDER BY t.table_name""",
+}
+
+
+def fingerprint(db: Database, connection: Connection) -> dict[str, str]:
+    """A digest per table and view of everything describe shows but the data: changes when the schema does."""
+    sql = _FINGERPRINT_SQL["mysql" if db.dialect == "mariadb" else db.dialect]
+    parts: dict[str, list[str]] = defaultdict(list)
+    for name, definition in connection.execute(text(sql)).all():
+        parts[str(name)].append(str(definition))
+    return {name: hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16] for name, lines in parts.items()}
+
+
+# --- engine specifics ------------------------------------------------------------------------------------
+
+
+def _sqlite_comments(db: Database, connection: Connection) -> dict[tuple[str, str | None], str]:
+    """The sample's comments: SQLite has no COMMENT ON, so the sample keeps them in a schema_comments table."""
+    if db.dialect != "sqlite":
+        return {}
+    try:
+        rows = connection.execute(text("SELECT table_name, column_name, comment FROM schema_comments")).all()
+    except Exception:
+        return {}
+    return {(r[0], r[1]): r[2] for r in rows}
+
+
+def _row_estimate(db: Database, connection: Connection, table: str) -> int | None:
+    try:
+        if db.dialect == "postgresql":
+            value = connection.execute(
+                text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"),
+                {"t": quote(connection, table)},
+            ).scalar()
+            if value is not None and value < 0:  # never analysed
+                value = connection.execute(text(f"SELECT count(*) FROM {quote(connection, table)}")).scalar()  # noqa: S608
+        elif db.dialect == "sqlite":
+            value = connection.execute(text(f"SELECT count(*) FROM {quote(connection, table)}")).scalar()  # noqa: S608
+        else:
+            value = connection.execute(
+                text(
+                    "SELECT table_rows FROM information_schema.tables"
+                    " WHERE table_schema = DATABASE() AND table_name = :t"
+                ),
+                {"t": table},
+            ).scalar()
+    except Exception:
+        return None
+    return None if value is None else int(value)
+
+
+def _checks(db: Database, connection: Connection, inspector: Any, table: str) -> list[str]:
+    checks = [str(ck["sqltext"]) for ck in inspector.get_check_constraints(table)]
+    if not checks and db.dialect in ("mysql", "mariadb"):
+        # SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all.
+        rows = connection.execute(
+            text(
+                "SELECT check_clause FROM information_schema.check_constraints"
+                " WHERE constraint_schema = DATABASE() AND table_name = :t"
+            ),
+            {"t": table},
+        ).all()
+        checks = [str(r[0]) for r in rows]
+    return checks
