@@ -52,5 +52,6 @@ pytest: install conformance-deps ## The test suites of every package and the cro
 test: lint typecheck pytest ## Everything CI runs: lint, types, tests (conformance included)
 
 .PHONY: bench
-bench: install ## Benchmarks, side by side with a bare FastMCP server; writes bench/results.md
+bench: install ## Benchmarks, each server beside its anchor in one run; writes bench/results*.md
 	$(UV) run --no-sync python bench/run.py
+	$(UV) run --no-sync python bench/db.py

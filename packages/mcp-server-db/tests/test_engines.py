@@ -195,11 +195,22 @@ async def test_postgres_statement_timeout_stops_a_long_read(pg_url: str) -> None
 
 async def test_describe_tables_on_postgres_and_mariadb(pg_url: str, my_url: str) -> None:
     for url in (pg_url, my_url):
-        result = await _call(url, "describe_tables", {"tables": ["items"]})
+        owner = create_engine(url)
+        with owner.begin() as connection:
+            connection.execute(
+                text(
+                    "CREATE TABLE parts (id INTEGER PRIMARY KEY, item_id INTEGER,"
+                    " FOREIGN KEY (item_id) REFERENCES items (id))"
+                )
+            )
+        owner.dispose()
+        result = await _call(url, "describe_tables", {"tables": ["items", "parts"]})
         text_ = _text(result)
         assert not result.is_error, text_
         assert "PRIMARY KEY (id)" in text_
         assert "CHECK" in text_
+        assert "  <- parts(item_id)" in text_
+        assert "  FK (item_id) -> items(id)" in text_
 
 
 async def test_a_password_never_reaches_an_error() -> None:
