@@ -267,3 +267,33 @@ def test_the_schema_fingerprint_changes_with_a_column_and_not_with_data(
     assert "items" in first
     assert changed["items"] != first["items"]
     assert {k: v for k, v in changed.items() if k != "items"} == {k: v for k, v in first.items() if k != "items"}
+
+
+async def test_postgres_objects_beyond_the_default_schema_are_found_and_described(pg_url: str) -> None:
+    owner = create_engine(pg_url)
+    with owner.begin() as connection:
+        connection.execute(text("CREATE SCHEMA sales"))
+        connection.execute(
+            text("CREATE TABLE sales.orders (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items (id), kind TEXT)")
+        )
+        connection.execute(
+            text("CREATE TABLE sales.refunds (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES sales.orders (id))")
+        )
+        connection.execute(text("INSERT INTO sales.orders VALUES (1, 1, 'web'), (2, 2, 'web'), (3, 1, 'shop')"))
+    owner.dispose()
+    async with Client(build_server(DbSettings(url=pg_url, toolsets="all", schema_poll_s=0))) as client:
+        found = await client.call_tool("find_objects", {"kinds": ["schema", "table"]})
+        described = await client.call_tool("describe_tables", {"tables": ["sales.orders", "items"]})
+        values = await client.call_tool("distinct_values", {"table": "sales.orders", "column": "kind"})
+        uris = {str(r.uri) for r in await client.list_resources()}
+        missing = await client.call_tool_mcp("describe_tables", {"tables": ["sales.order"]})
+    names = {(o["kind"], o["name"]) for o in (found.structured_content or {})["objects"]}
+    assert {("schema", "public"), ("schema", "sales"), ("table", "items"), ("table", "sales.orders")} <= names
+    text_ = _text(described)
+    assert "TABLE sales.orders" in text_
+    assert "FK (item_id) -> items(id)" in text_
+    assert "  <- sales.refunds(order_id)" in text_
+    assert "  <- sales.orders(item_id)" in text_
+    assert (values.structured_content or {})["values"][0] == ["web", 2]
+    assert "db://tables/sales.orders" in uris
+    assert "Did you mean 'sales.orders'" in _text(missing)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from mcp_server_core import NotFound, did_you_mean
 from pydantic import BaseModel
@@ -13,7 +14,18 @@ from sqlalchemy import Connection, bindparam, text
 
 from mcp_server_db.database import Database
 
-__all__ = ["ColumnInfo", "ForeignKey", "IndexInfo", "TableInfo", "describe", "fingerprint", "quote", "sample_rows"]
+__all__ = [
+    "ColumnInfo",
+    "ForeignKey",
+    "IndexInfo",
+    "Relation",
+    "TableInfo",
+    "describe",
+    "fingerprint",
+    "relations",
+    "resolve",
+    "sample_rows",
+]
 
 CELL_CHARS = 200
 
@@ -92,12 +104,43 @@ def json_value(value: Any) -> Any:
     return str(value)
 
 
-def quote(connection: Connection, name: str) -> str:
-    return connection.dialect.identifier_preparer.quote(name)
+def quote(connection: Connection, name: str, schema: str | None = None) -> str:
+    preparer = connection.dialect.identifier_preparer
+    return f"{preparer.quote_schema(schema)}.{preparer.quote(name)}" if schema else preparer.quote(name)
 
 
-def known_relations(inspector: Any) -> tuple[list[str], list[str]]:
-    return sorted(inspector.get_table_names()), sorted(inspector.get_view_names())
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A table or view; `qualified` is how tools name it: bare in the default schema, `schema.name` elsewhere."""
+
+    qualified: str
+    schema: str | None
+    name: str
+    kind: Literal["table", "view"]
+
+
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast"})
+
+
+def other_schemas(db: Database, inspector: Any) -> list[str]:
+    """PostgreSQL's other schemas of this database; MySQL's would be other databases, which the URL did not name."""
+    if db.dialect != "postgresql":
+        return []
+    default = inspector.default_schema_name
+    return sorted(
+        s
+        for s in inspector.get_schema_names()
+        if s != default and s not in _SYSTEM_SCHEMAS and not s.startswith(("pg_temp_", "pg_toast_temp_"))
+    )
+
+
+def relations(db: Database, inspector: Any) -> list[Relation]:
+    found = []
+    for schema in [None, *other_schemas(db, inspector)]:
+        prefix = f"{schema}." if schema else ""
+        found += [Relation(prefix + n, schema, n, "table") for n in inspector.get_table_names(schema=schema)]
+        found += [Relation(prefix + n, schema, n, "view") for n in inspector.get_view_names(schema=schema)]
+    return sorted(found, key=lambda r: (r.kind, r.schema or "", r.name))
 
 
 def require(name: str, known: Iterable[str], *, noun: str = "table") -> None:
@@ -106,15 +149,23 @@ def require(name: str, known: Iterable[str], *, noun: str = "table") -> None:
         raise NotFound(f"{noun.capitalize()} {name!r} not found.", hint=did_you_mean(name, known, noun=noun))
 
 
+def resolve(db: Database, inspector: Any, names: list[str]) -> list[Relation]:
+    by_name = {r.qualified: r for r in relations(db, inspector)}
+    for name in names:
+        require(name, by_name)
+    return [by_name[name] for name in names]
+
+
 def describe(db: Database, connection: Connection, names: list[str], *, sample: int = 0) -> list[TableInfo]:
     inspector = db.inspector(connection)
-    tables, views = known_relations(inspector)
-    for name in names:
-        require(name, [*tables, *views])
+    wanted = resolve(db, inspector, names)
     comments = _sqlite_comments(db, connection)
-    incoming = _incoming_foreign_keys(db, connection, names)
+    incoming: dict[str, list[ForeignKey]] = {}
+    for schema in {r.schema for r in wanted}:
+        incoming |= _incoming_foreign_keys(db, connection, schema, [r for r in wanted if r.schema == schema])
     described = []
-    for name in names:
+    for rel in wanted:
+        name, schema = rel.name, rel.schema
         columns = [
             ColumnInfo(
                 name=c["name"],
@@ -123,54 +174,59 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
                 default=None if c.get("default") is None else str(c["default"]),
                 comment=c.get("comment") or comments.get((name, c["name"])),
             )
-            for c in inspector.get_columns(name)
+            for c in inspector.get_columns(name, schema=schema)
         ]
-        rows = sample_rows(connection, name, sample) if sample else None
-        if name in views and name not in tables:
-            described.append(TableInfo(name=name, kind="view", columns=columns, sample=rows))
+        rows = sample_rows(connection, rel, sample) if sample else None
+        if rel.kind == "view":
+            described.append(TableInfo(name=rel.qualified, kind="view", columns=columns, sample=rows))
             continue
         try:
-            comment = inspector.get_table_comment(name).get("text")
+            comment = inspector.get_table_comment(name, schema=schema).get("text")
         except NotImplementedError:
             comment = None
         described.append(
             TableInfo(
-                name=name,
+                name=rel.qualified,
                 kind="table",
                 comment=comment or comments.get((name, None)),
                 columns=columns,
-                primary_key=list(inspector.get_pk_constraint(name).get("constrained_columns") or []),
+                primary_key=list(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []),
                 foreign_keys=[
                     ForeignKey(
                         columns=fk["constrained_columns"],
-                        ref_table=fk["referred_table"],
+                        ref_table=_qualified(fk.get("referred_schema"), fk["referred_table"], inspector),
                         ref_columns=fk["referred_columns"],
                     )
-                    for fk in inspector.get_foreign_keys(name)
+                    for fk in inspector.get_foreign_keys(name, schema=schema)
                 ],
-                referenced_by=incoming.get(name, []),
+                referenced_by=incoming.get(rel.qualified, []),
                 indexes=[
                     IndexInfo(name=ix["name"] or "", columns=[str(c) for c in ix["column_names"]], unique=ix["unique"])
-                    for ix in inspector.get_indexes(name)
+                    for ix in inspector.get_indexes(name, schema=schema)
                 ],
-                unique=[list(u["column_names"]) for u in inspector.get_unique_constraints(name)],
-                checks=_checks(db, connection, inspector, name),
-                row_estimate=_row_estimate(db, connection, name),
+                unique=[list(u["column_names"]) for u in inspector.get_unique_constraints(name, schema=schema)],
+                checks=_checks(db, connection, inspector, rel),
+                row_estimate=_row_estimate(db, connection, rel),
                 sample=rows,
             )
         )
     return described
 
 
-def sample_rows(connection: Connection, table: str, count: int) -> list[list[Any]]:
+def _qualified(schema: str | None, name: str, inspector: Any) -> str:
+    return f"{schema}.{name}" if schema and schema != inspector.default_schema_name else name
+
+
+def sample_rows(connection: Connection, rel: Relation, count: int) -> list[list[Any]]:
     """The first `count` rows as the engine returns them: cheap on any size, no ORDER BY to sort a big table."""
-    result = connection.execute(text(f"SELECT * FROM {quote(connection, table)} LIMIT :n"), {"n": count})  # noqa: S608
+    table = quote(connection, rel.name, rel.schema)
+    result = connection.execute(text(f"SELECT * FROM {table} LIMIT :n"), {"n": count})  # noqa: S608
     return [[json_value(v) for v in row] for row in result.fetchall()]
 
 
-def distinct_values(connection: Connection, table: str, column: str, limit: int) -> tuple[list[list[Any]], int, int]:
+def distinct_values(connection: Connection, rel: Relation, column: str, limit: int) -> tuple[list[list[Any]], int, int]:
     """The most common values of a column with their counts, the number of distinct values, and of NULLs."""
-    t, c = quote(connection, table), quote(connection, column)
+    t, c = quote(connection, rel.name, rel.schema), quote(connection, column)
     top = connection.execute(
         text(f"SELECT {c}, count(*) AS n FROM {t} GROUP BY {c} ORDER BY n DESC, {c} LIMIT :n"),  # noqa: S608
         {"n": limit},
@@ -187,7 +243,9 @@ _FINGERPRINT_SQL = {
     "sqlite": "SELECT tbl_name, type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master"
     " WHERE name NOT LIKE 'sqlite_%' ORDER BY tbl_name, type, name",
     "postgresql": """
-        SELECT c.relname, c.relkind::text || ' ' || coalesce(obj_description(c.oid, 'pg_class'), '') || ' '
+        SELECT CASE WHEN c.relnamespace = current_schema()::regnamespace THEN c.relname
+                    ELSE c.relnamespace::regnamespace::text || '.' || c.relname END,
+               c.relkind::text || ' ' || coalesce(obj_description(c.oid, 'pg_class'), '') || ' '
                || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' '
                             || a.attnotnull::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') || ' '
                             || coalesce(col_description(c.oid, a.attnum), ''), ',' ORDER BY a.attnum)
@@ -198,8 +256,11 @@ _FINGERPRINT_SQL = {
                || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), ',' ORDER BY k.conname)
                             FROM pg_constraint k WHERE k.conrelid = c.oid), '')
         FROM pg_class c
-        WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
-        ORDER BY c.relname""",
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'v', 'p')
+          AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND n.nspname NOT LIKE 'pg_temp_%'
+          AND n.nspname NOT LIKE 'pg_toast_temp_%'
+        ORDER BY 1""",
     "mysql": """
         SELECT t.table_name, concat_ws(' ', t.table_type, t.table_comment,
                (SELECT group_concat(concat_ws(' ', c.column_name, c.column_type, c.is_nullable, c.column_default,
@@ -238,13 +299,17 @@ _INCOMING_SQL = {
         SELECT p."table", m.name, p.id, p."from", p."to" FROM sqlite_master m, pragma_foreign_key_list(m.name) p
         WHERE m.type = 'table' AND p."table" IN :names ORDER BY m.name, p.id, p.seq""",
     "postgresql": """
-        SELECT r.relname, c.relname, k.conname, a.attname, ra.attname
+        SELECT r.relname,
+               CASE WHEN c.relnamespace = current_schema()::regnamespace THEN c.relname
+                    ELSE c.relnamespace::regnamespace::text || '.' || c.relname END,
+               k.conname, a.attname, ra.attname
         FROM pg_constraint k
         JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class r ON r.oid = k.confrelid
         CROSS JOIN LATERAL unnest(k.conkey, k.confkey) WITH ORDINALITY AS u(col, refcol, n)
         JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.col
         JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = u.refcol
-        WHERE k.contype = 'f' AND r.relnamespace = current_schema()::regnamespace AND r.relname IN :names
+        WHERE k.contype = 'f' AND r.relnamespace = coalesce(:schema, current_schema())::regnamespace
+          AND r.relname IN :names
         ORDER BY c.relname, k.conname, u.n""",
     "mysql": """
         SELECT referenced_table_name, table_name, constraint_name, column_name, referenced_column_name
@@ -254,18 +319,25 @@ _INCOMING_SQL = {
 }
 
 
-def _incoming_foreign_keys(db: Database, connection: Connection, names: list[str]) -> dict[str, list[ForeignKey]]:
+def _incoming_foreign_keys(
+    db: Database, connection: Connection, schema: str | None, wanted: list[Relation]
+) -> dict[str, list[ForeignKey]]:
+    """Foreign keys pointing at the `wanted` relations of one schema, keyed by their qualified names."""
+    prefix = f"{schema}." if schema else ""
     sql = text(_INCOMING_SQL["mysql" if db.dialect == "mariadb" else db.dialect]).bindparams(
         bindparam("names", expanding=True)
     )
+    values: dict[str, Any] = {"names": [r.name for r in wanted]}
+    if db.dialect == "postgresql":
+        values["schema"] = schema
     grouped: dict[tuple[str, str, Any], ForeignKey] = {}
-    for target, source, key, column, ref_column in connection.execute(sql, {"names": names}).all():
+    for target, source, key, column, ref_column in connection.execute(sql, values).all():
         fk = grouped.setdefault((target, source, key), ForeignKey(columns=[], ref_table=source, ref_columns=[]))
         fk.columns.append(column)  # as reflection names them: the referring table's columns, then ours
         fk.ref_columns.append(ref_column)
     incoming: dict[str, list[ForeignKey]] = defaultdict(list)
     for (target, _source, _key), fk in grouped.items():
-        incoming[target].append(fk)
+        incoming[prefix + target].append(fk)
     return incoming
 
 
@@ -280,32 +352,32 @@ def _sqlite_comments(db: Database, connection: Connection) -> dict[tuple[str, st
     return {(r[0], r[1]): r[2] for r in rows}
 
 
-def _row_estimate(db: Database, connection: Connection, table: str) -> int | None:
+def _row_estimate(db: Database, connection: Connection, rel: Relation) -> int | None:
+    table = quote(connection, rel.name, rel.schema)
     try:
         if db.dialect == "postgresql":
             value = connection.execute(
-                text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"),
-                {"t": quote(connection, table)},
+                text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}
             ).scalar()
             if value is not None and value < 0:  # never analysed
-                value = connection.execute(text(f"SELECT count(*) FROM {quote(connection, table)}")).scalar()  # noqa: S608
+                value = connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()  # noqa: S608
         elif db.dialect == "sqlite":
-            value = connection.execute(text(f"SELECT count(*) FROM {quote(connection, table)}")).scalar()  # noqa: S608
+            value = connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()  # noqa: S608
         else:
             value = connection.execute(
                 text(
                     "SELECT table_rows FROM information_schema.tables"
                     " WHERE table_schema = DATABASE() AND table_name = :t"
                 ),
-                {"t": table},
+                {"t": rel.name},
             ).scalar()
     except Exception:
         return None
     return None if value is None else int(value)
 
 
-def _checks(db: Database, connection: Connection, inspector: Any, table: str) -> list[str]:
-    checks = [str(ck["sqltext"]) for ck in inspector.get_check_constraints(table)]
+def _checks(db: Database, connection: Connection, inspector: Any, rel: Relation) -> list[str]:
+    checks = [str(ck["sqltext"]) for ck in inspector.get_check_constraints(rel.name, schema=rel.schema)]
     if not checks and db.dialect in ("mysql", "mariadb"):
         # SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all.
         rows = connection.execute(
@@ -313,7 +385,7 @@ def _checks(db: Database, connection: Connection, inspector: Any, table: str) ->
                 "SELECT check_clause FROM information_schema.check_constraints"
                 " WHERE constraint_schema = DATABASE() AND table_name = :t"
             ),
-            {"t": table},
+            {"t": rel.name},
         ).all()
         checks = [str(r[0]) for r in rows]
     return checks

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from typing import Any
 from urllib.parse import quote, unquote
 
 from fastmcp.resources import FunctionResource, ResourceTemplate
 from mcp_server_core import ReferenceServer, ToolFailure, cut_to_budget
 from sqlalchemy.engine.reflection import ObjectKind
 
-from mcp_server_db.catalog import describe, fingerprint, known_relations
+from mcp_server_db.catalog import describe, fingerprint, relations
 from mcp_server_db.database import Database
 
 __all__ = ["OVERVIEW", "SchemaResources", "table_uri"]
@@ -60,13 +61,17 @@ class SchemaResources:
     def read_overview(self) -> str:
         with self.db.connect() as connection:
             inspector = self.db.inspector(connection)
-            tables, views = known_relations(inspector)
-            # One catalog query for every table's columns, not one per table.
-            columns = {name: cols for (_schema, name), cols in inspector.get_multi_columns(kind=ObjectKind.ANY).items()}
+            found = relations(self.db, inspector)
+            # One catalog query per schema for every table's columns, not one per table.
+            columns: dict[tuple[str | None, str], list[Any]] = {}
+            for schema in {r.schema for r in found}:
+                multi = inspector.get_multi_columns(schema=schema, kind=ObjectKind.ANY)
+                columns |= {(schema, name): cols for (_s, name), cols in multi.items()}
         lines = [
-            f"{kind} {name} (" + ", ".join(f"{c['name']} {c['type']}" for c in columns.get(name, [])) + ")"
-            for kind, names in (("table", tables), ("view", views))
-            for name in names
+            f"{r.kind} {r.qualified} ("
+            + ", ".join(f"{c['name']} {c['type']}" for c in columns.get((r.schema, r.name), []))
+            + ")"
+            for r in found
         ]
         return cut_to_budget("\n".join(lines) or "No tables.", OVERVIEW_BYTES, "find_objects pages through the rest")
 

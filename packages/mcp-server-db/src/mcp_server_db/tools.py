@@ -17,13 +17,14 @@ from mcp_server_core import (
     encode_cursor,
 )
 from pydantic import BaseModel, Field
+from sqlalchemy.engine.reflection import ObjectKind
 
-from mcp_server_db.catalog import TableInfo, cell, describe, json_value, require
+from mcp_server_db.catalog import TableInfo, cell, describe, json_value, other_schemas, relations, require, resolve
 from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
 from mcp_server_db.guard import check_one_statement, check_read_only
 
-Kind = Literal["table", "view", "column", "index"]
+Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
 
 
@@ -105,6 +106,14 @@ class QueryPlan(Rendered):
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
+def _per_table(reflect: Callable[..., dict[Any, Any]], schemas: list[str | None]) -> dict[Any, Any]:
+    """{(schema, table): [...]} from SQLAlchemy's get_multi_* over each schema; None is the default schema."""
+    found: dict[Any, Any] = {}
+    for schema in schemas:
+        found |= {(schema, name): value for (_s, name), value in reflect(schema=schema, kind=ObjectKind.ANY).items()}
+    return found
+
+
 def _matches(pattern: str, name: str) -> bool:
     glob = pattern.replace("%", "*").replace("_", "?") if "%" in pattern else pattern
     if not any(ch in glob for ch in "*?["):
@@ -126,35 +135,41 @@ def schema_toolset(db: Database) -> Toolset:
         limit: Annotated[Limit, Field(le=500)] = 100,
         cursor: Cursor = None,
     ) -> ObjectList:
-        """Use to find tables, views, columns or indexes by name."""
+        """Use to find schemas, tables, views, columns or indexes by name."""
         wanted = set(kinds or ["table", "view"])
         scope = json.dumps([pattern, sorted(wanted), detail])
         start = int(decode_cursor(cursor, scope=scope)["offset"]) if cursor else 0
         found: list[DbObject] = []
+        need_columns = detail != "names" or "column" in wanted
         with db.connect() as connection:
             inspector = db.inspector(connection)
-            tables = sorted(inspector.get_table_names())
-            views = sorted(inspector.get_view_names())
-            for kind, names in (("table", tables), ("view", views)):
-                for name in names:
-                    columns = inspector.get_columns(name) if detail != "names" or "column" in wanted else []
-                    if kind in wanted and _matches(pattern, name):
-                        info = None
-                        if detail == "summary":
-                            info = f"({len(columns)} columns)"
-                        elif detail == "full":
-                            info = "(" + ", ".join(f"{c['name']} {c['type']}" for c in columns) + ")"
-                        found.append(DbObject(kind=kind, name=name, info=info))
-                    if "column" in wanted:
-                        for c in columns:
-                            if _matches(pattern, c["name"]):
-                                info = None if detail == "names" else str(c["type"])
-                                found.append(DbObject(kind="column", name=f"{name}.{c['name']}", info=info))
-                    if "index" in wanted and kind == "table":
-                        for ix in inspector.get_indexes(name):
-                            if ix["name"] and _matches(pattern, ix["name"]):
-                                info = None if detail == "names" else f"({', '.join(map(str, ix['column_names']))})"
-                                found.append(DbObject(kind="index", name=f"{name}.{ix['name']}", info=info))
+            schemas = [None, *other_schemas(db, inspector)]
+            if "schema" in wanted:
+                default = inspector.default_schema_name or "main"
+                found += [
+                    DbObject(kind="schema", name=s or default) for s in schemas if _matches(pattern, s or default)
+                ]
+            # Columns and indexes of a whole schema in one catalog query each, not one per table.
+            columns = _per_table(inspector.get_multi_columns, schemas) if need_columns else {}
+            indexes = _per_table(inspector.get_multi_indexes, schemas) if "index" in wanted else {}
+            for rel in relations(db, inspector):
+                cols = columns.get((rel.schema, rel.name), [])
+                if rel.kind in wanted and _matches(pattern, rel.qualified):
+                    info = None
+                    if detail == "summary":
+                        info = f"({len(cols)} columns)"
+                    elif detail == "full":
+                        info = "(" + ", ".join(f"{c['name']} {c['type']}" for c in cols) + ")"
+                    found.append(DbObject(kind=rel.kind, name=rel.qualified, info=info))
+                if "column" in wanted:
+                    for c in cols:
+                        if _matches(pattern, c["name"]):
+                            info = None if detail == "names" else str(c["type"])
+                            found.append(DbObject(kind="column", name=f"{rel.qualified}.{c['name']}", info=info))
+                for ix in indexes.get((rel.schema, rel.name), []):
+                    if ix["name"] and _matches(pattern, ix["name"]):
+                        info = None if detail == "names" else f"({', '.join(map(str, ix['column_names']))})"
+                        found.append(DbObject(kind="index", name=f"{rel.qualified}.{ix['name']}", info=info))
         page = found[start : start + limit]
         more = start + limit < len(found)
         return ObjectList(
@@ -239,9 +254,9 @@ def analysis_toolset(db: Database) -> Toolset:
         """Use to see the most common values of a column, with counts."""
         with db.connect() as connection:
             inspector = db.inspector(connection)
-            require(table, [*inspector.get_table_names(), *inspector.get_view_names()])
-            require(column, [c["name"] for c in inspector.get_columns(table)], noun="column")
-            values, distinct, nulls = catalog_distinct_values(connection, table, column, limit)
+            (rel,) = resolve(db, inspector, [table])
+            require(column, [c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema)], noun="column")
+            values, distinct, nulls = catalog_distinct_values(connection, rel, column, limit)
         return ValueCounts(values=values, distinct=distinct, nulls=nulls)
 
     return toolset
