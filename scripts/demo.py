@@ -59,7 +59,13 @@ def database() -> int:
     session = Transcript(python_module("mcp_server_db"))
     session.open("No URL given: the server opens its bundled SQLite sample, read-only.", "What the model sees.")
     session.tool("find_objects", {"pattern": "order*", "detail": "summary"}, "Find what there is, at a chosen detail.")
-    session.tool("describe_tables", {"tables": ["orders", "order_items"]}, "Describe several tables in one call.")
+    session.tool(
+        "describe_tables",
+        {"tables": ["customers"], "sample_rows": 3},
+        "Describe a table with a few of its rows: keys both ways, checks, comments, indexes.",
+    )
+    session.call("resources/list", None, "The schema is also served as resources: an overview and one per table.")
+    session.call("resources/read", {"uri": "db://tables/orders"}, "A table as a resource, the same compact text.")
     session.tool(
         "run_query",
         {
