@@ -55,3 +55,6 @@ test: lint typecheck pytest ## Everything CI runs: lint, types, tests (conforman
 bench: install ## Benchmarks, each server beside its anchor in one run; writes bench/results*.md
 	$(UV) run --no-sync python bench/run.py
 	$(UV) run --no-sync python bench/db.py
+	$(UV) run --no-sync python bench/slack.py
+	$(UV) run --no-sync python bench/github.py
+	$(UV) run --no-sync python bench/filesystem.py

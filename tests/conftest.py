@@ -6,23 +6,61 @@ and every wire-level test runs against it too.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_server_core.testing import StdioWire, python_module, spawn_http_server
 
 Launcher = Callable[[Path], list[str]]
 
+ROOT = Path(__file__).parent.parent
+_fakes: dict[str, Any] = {}
+
+
+def _fake(name: str, path: str) -> Any:
+    """A package's fake web API (from its own tests), started once and left running for the whole session."""
+    if name not in _fakes:
+        spec = importlib.util.spec_from_file_location(f"root_{name}", ROOT / path)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+        spec.loader.exec_module(module)
+        _fakes[name] = module
+        module.FAKE = getattr(module, "Fake" + name.capitalize())()
+        module.FAKE_SERVING = module.FAKE.serve()
+        module.FAKE_SERVING.__enter__()  # a daemon thread; it ends with the test process
+    return _fakes[name]
+
+
+def _slack(tmp: Path) -> list[str]:
+    """Against the package's fake Slack Web API; the token comes from a file, as tokens never go on argv."""
+    fake = _fake("slack", "packages/mcp-server-slack/tests/fake_slack.py")
+    token = tmp / "slack-token"
+    token.parent.mkdir(parents=True, exist_ok=True)
+    token.write_text(fake.BOT_TOKEN + "\n")
+    return python_module("mcp_server_slack", "--token-file", str(token), "--api-url", fake.FAKE.url)
+
+
 SERVERS: dict[str, Launcher] = {
     "template": lambda tmp: python_module("mcp_server_template", "--notes-dir", str(tmp / "notes")),
     "db": lambda tmp: python_module("mcp_server_db", f"sqlite:///{_sample_copy(tmp)}", "--allow-write"),
+    "slack": _slack,
+    "filesystem": lambda tmp: python_module("mcp_server_filesystem", str(tmp)),
+    # No token and nothing listening: the server must still start and list its tools without a request.
+    "github": lambda tmp: python_module("mcp_server_github", "--api-url", "http://127.0.0.1:9"),
 }
 
 CHANGE_TRIGGERS: dict[str, tuple[str, dict[str, object]]] = {
     "template": ("write_note", {"name": "fresh", "text": "x"}),
     "db": ("execute_statement", {"sql": "CREATE TABLE fresh (id INTEGER PRIMARY KEY)"}),
+    "slack": ("list_channels", {}),  # channels seen for the first time become resources
+    "filesystem": ("write_file", {"path": "fresh.txt", "content": "x"}),
 }
 """A tool call that makes each server send notifications/resources/list_changed."""
 

@@ -1,0 +1,72 @@
+"""Builds the filesystem server from the helpers: the files toolset, file resources, roots and the watcher."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mcp_server_core import ReferenceServer, ServerSpec
+
+from mcp_server_filesystem import __version__
+from mcp_server_filesystem.resources import FileProvider, announce, watch_roots
+from mcp_server_filesystem.roots import ClientRoots
+from mcp_server_filesystem.sandbox import Sandbox
+from mcp_server_filesystem.settings import FilesystemSettings
+from mcp_server_filesystem.tools import Workspace, files_toolset
+
+INSTRUCTIONS = (
+    "Files under the allowed roots; show_tree without a path shows them. Paths are absolute or relative to the "
+    "first root. show_tree or find_files to orient, search_text to find code, read_file by line range, "
+    "edit_file for changes (exact old_text), write_file for whole files."
+)
+
+
+def build_server(settings: FilesystemSettings) -> ReferenceServer:
+    base = Sandbox([str(root) for root in settings.roots])
+    roots = ClientRoots(base, allow_outside=settings.allow_roots_outside)
+    workspace = Workspace(roots)
+    server = ReferenceServer(
+        "filesystem",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        toolsets=[files_toolset(workspace)],
+        enabled_toolsets=settings.toolsets,
+        read_only=settings.read_only,
+    )
+    # Before the SDK's handlers, after the hub's tracking: roots/list_changed marks the session's roots stale.
+    server._mcp_server.middleware.insert(1, roots.middleware)
+    workspace.on_change = lambda path, listing: announce(server.changes, [path], listing=listing)
+
+    async def current_sandbox() -> Sandbox:
+        from fastmcp.server.dependencies import get_context
+
+        try:
+            ctx: Any = get_context()
+        except RuntimeError:
+            return base
+        return await workspace.sandbox(ctx)
+
+    server.add_provider(FileProvider(base, current_sandbox, listed=settings.listed_resources))
+    if settings.watch and base.roots:
+        server.run_in_background(watch_roots(server.changes, base.roots))
+    return server
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("roots", nargs="*", metavar="DIR", default=None, help="directories to serve")
+    parser.add_argument(
+        "--allow-roots-outside",
+        action="store_const",
+        const=True,
+        help="let the client's MCP roots reach outside the given directories",
+    )
+    parser.add_argument("--no-watch", dest="watch", action="store_const", const=False, help="do not watch for changes")
+
+
+SPEC = ServerSpec(
+    distribution="mcp-server-filesystem",
+    summary="Files over MCP, contained to the allowed directories: atomic writes, edits, tree and fast search.",
+    settings=FilesystemSettings,
+    build=build_server,
+    add_arguments=add_arguments,
+)

@@ -1,0 +1,701 @@
+"""The tools. Each resolves its paths through the session's `Sandbox` and does its I/O in a worker thread."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+import mcp_types
+from fastmcp import Context
+from fastmcp.tools.base import ToolResult
+from mcp_server_core import (
+    Cursor,
+    InvalidArgument,
+    Limit,
+    Refused,
+    Rendered,
+    ToolFailure,
+    Toolset,
+    decode_cursor,
+    encode_cursor,
+)
+from pydantic import BaseModel, Field, PrivateAttr
+
+from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, sha256_hex
+from mcp_server_filesystem.gitignore import compile_glob
+from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
+from mcp_server_filesystem.roots import ClientRoots
+from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
+from mcp_server_filesystem.search import Hit, compile_query, search_files
+from mcp_server_filesystem.walk import WalkOptions, walk
+
+__all__ = ["Workspace", "files_toolset"]
+
+T = TypeVar("T")
+
+READ_BUDGET = 24_000
+MAX_MANY = 50
+MAX_HASH_BYTES = 256 * 1024 * 1024
+MAX_WRITE_CHARS = 10_000_000
+
+PathArg = str
+"""Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
+Offset = Annotated[int, Field(description="1-based; -N: last N lines")]
+MaxBytes = Annotated[int, Field(ge=1_000, le=200_000)]
+Everything = Annotated[bool, Field(description="Hidden, ignored too")]
+
+
+class Workspace:
+    """What the tools share: the roots policy and a way to announce changes (set once the server exists)."""
+
+    def __init__(self, roots: ClientRoots) -> None:
+        self.roots = roots
+        self.on_change: Callable[[str, bool], None] = lambda path, listing: None
+        """Called with (real path, whether the set of files changed) after a tool changed something."""
+
+    async def sandbox(self, ctx: Context) -> Sandbox:
+        try:
+            session = ctx.session
+            request_id: Any = ctx.request_id
+        except (RuntimeError, AttributeError):
+            return self.roots.base
+        return await self.roots.sandbox(session, request_id)
+
+
+async def _in_thread(fn: Callable[[], T]) -> T:
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if value < 1024 or unit == "G":
+            return f"{int(value)}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+def _link_note(box: Sandbox, location: Location) -> str:
+    """Where a symlink leads, without naming anything outside the roots."""
+    try:
+        target = box.locate(location.path)
+    except ToolFailure:
+        return "(outside the roots or broken)"
+    return target.shown
+
+
+# --- results -------------------------------------------------------------------------------------------------
+
+
+class DirItem(BaseModel):
+    name: str
+    type: str
+    size: int | None = None
+    modified: str | None = None
+    target: str | None = None
+
+
+class DirListing(Rendered):
+    entries: list[DirItem]
+    next_cursor: str | None = None
+    _details: str = PrivateAttr(default="")
+    _total: int = PrivateAttr(default=0)
+
+    def render(self) -> str:
+        if self._details:
+            return self._details
+        lines = []
+        for e in self.entries:
+            if e.type == "dir":
+                lines.append(f"{e.name}/")
+            elif e.type == "symlink":
+                lines.append(f"{e.name}@ -> {e.target}")
+            else:
+                lines.append(f"{e.name}\t{_size(e.size or 0)}\t{e.modified or ''}")
+        if not lines:
+            lines.append("(empty)")
+        tail = f"({len(self.entries)} of {self._total})"
+        return "\n".join([*lines, tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")])
+
+
+class FoundPaths(Rendered):
+    paths: list[str]
+    next_cursor: str | None = None
+
+    def render(self) -> str:
+        body = "\n".join(self.paths) or "No path matches."
+        return body + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+
+
+class SearchResult(Rendered):
+    hits: list[str] = Field(description="path:line:text")
+    matches: int
+    next_cursor: str | None = None
+    _grouped: str = PrivateAttr(default="")
+    _files_searched: int = PrivateAttr(default=0)
+    _skipped: int = PrivateAttr(default=0)
+
+    def render(self) -> str:
+        skipped = f", {self._skipped} binary skipped" if self._skipped else ""
+        tail = f"({self.matches} matching lines, {self._files_searched} files searched{skipped})"
+        body = self._grouped or "No match."
+        return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")
+
+
+def _grouped(hits: list[Hit]) -> str:
+    lines: list[str] = []
+    current = None
+    for hit in hits:
+        if hit.path != current:
+            lines.append(hit.path)
+            current = hit.path
+        lines.append(f"{hit.line}{'-' if hit.context else ':'} {hit.text}")
+    return "\n".join(lines)
+
+
+# --- the blocking work, one function per tool --------------------------------------------------------------
+
+
+def _read_one(box: Sandbox, path: str, offset: int, limit: int | None, max_bytes: int) -> ToolResult:
+    location = box.locate(path)
+    if offset == 1 and limit is None:
+        media = read_media(box, location)
+        if media is not None:
+            mime, data = media
+            block: mcp_types.ContentBlock
+            if mime.startswith("image/"):
+                block = mcp_types.ImageContent(type="image", data=data, mime_type=mime)
+            else:
+                block = mcp_types.AudioContent(type="audio", data=data, mime_type=mime)
+            return ToolResult(content=[block])
+    return ToolResult(
+        content=[mcp_types.TextContent(type="text", text=_text_of(box, location, offset, limit, max_bytes))]
+    )
+
+
+def _text_of(box: Sandbox, location: Location, offset: int, limit: int | None, max_bytes: int) -> str:
+    piece = read_text(box, location, offset=offset, limit=limit, max_bytes=max_bytes)
+    if piece.total == 0:
+        return "[empty file]"
+    notes = []
+    if piece.encoding not in ("utf-8",):
+        notes.append(f"[decoded as {piece.encoding.removesuffix('+bom')}]")
+    whole = piece.first == 1 and piece.last == piece.total and not piece.cut
+    if piece.cut and piece.first == piece.last and len(piece.text.encode()) >= max_bytes // 2:
+        notes.append(
+            f"[line {piece.first} of {piece.total:,} cut at {max_bytes:,} bytes: the line is longer than max_bytes; "
+            "raise max_bytes or find what you need with search_text]"
+        )
+    elif piece.cut:
+        notes.append(
+            f"[lines {piece.first}-{piece.last} of {piece.total:,}, cut at the {max_bytes:,}-byte budget; "
+            f"continue with offset={piece.last + 1}]"
+        )
+    elif not whole:
+        more = f"; continue with offset={piece.last + 1}" if piece.last < piece.total else ""
+        notes.append(f"[lines {piece.first}-{piece.last} of {piece.total:,}{more}]")
+    text = piece.text
+    if notes and text and not text.endswith("\n"):
+        text += "\n"
+    return text + "\n".join(notes)
+
+
+def _read_many(box: Sandbox, paths: list[str], offset: int, limit: int | None, max_bytes: int) -> str:
+    """Each file under its own header, sharing the budget; a failing file shows its error, the rest still come."""
+    share = max(max_bytes // len(paths), 1_000)
+    sections = []
+    for path in paths:
+        try:
+            location = box.locate(path)
+            with box.open_file(location) as (fd, _info):
+                head = os.pread(fd, 64, 0)
+            if media_type(head, location.name) is not None and not head.isascii():
+                body = "[image or audio: read it alone to get it as media]"
+            else:
+                body = _text_of(box, location, offset, limit, share)
+            sections.append(f"==> {location.shown} <==\n{body}")
+        except ToolFailure as exc:
+            sections.append(f"==> {path} <==\n[error: {exc}]")
+    return "\n\n".join(sections)
+
+
+def _write(box: Sandbox, path: str, content: str, create_only: bool) -> tuple[str, Location, bool]:
+    location = box.locate(path)
+    if len(content) > MAX_WRITE_CHARS:
+        raise InvalidArgument(f"content is {len(content):,} characters; write_file takes at most {MAX_WRITE_CHARS:,}.")
+    data = content.encode()
+    created = box.write_atomic(location, data, create_only=create_only, make_parents=True)
+    verb = "created" if created else "replaced"
+    return f"{verb} {location.shown} ({len(data):,} bytes, sha256 {sha256_hex(data)[:16]})", location, created
+
+
+def _edit(
+    box: Sandbox, path: str, edits: list[Edit], dry_run: bool, expected_sha256: str | None
+) -> tuple[str, Location | None]:
+    location = box.locate(path)
+    data = box.read_bytes(location)
+    check_hash(data, expected_sha256, location.shown)
+    outcome = apply_edits(data, edits, location.shown)
+    notes = "".join(f"{note}\n" for note in outcome.notes)
+    if not outcome.changed:
+        return f"{notes}No change: the edits leave {location.shown} as it is.", None
+    if dry_run:
+        return (
+            f"Dry run: nothing written. {len(edits)} edit(s) to {location.shown} would give:\n{notes}{outcome.diff}",
+            None,
+        )
+    box.write_atomic(location, outcome.data)
+    head = f"Edited {location.shown}: {len(edits)} edit(s), sha256 {sha256_hex(outcome.data)[:16]}.\n"
+    return head + notes + outcome.diff, location
+
+
+def _copy(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple[str, Location]:
+    src = box.locate(source)
+    dst = box.locate(destination)
+    info = box.lstat(src)
+    if stat.S_ISREG(info.st_mode):
+        box.write_atomic(dst, box.iter_chunks(src), create_only=not overwrite, mode=info.st_mode)
+        return f"copied {src.shown} to {dst.shown} ({info.st_size:,} bytes)", dst
+    if not stat.S_ISDIR(info.st_mode):
+        raise box.refused(f"{src.shown!r} is a {describe_mode(info.st_mode)}; only files and directories are copied.")
+    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+        raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; a directory cannot be copied into itself.")
+    if not overwrite:
+        try:
+            box.lstat(dst)
+        except ToolFailure:
+            pass
+        else:
+            raise _exists(dst)
+    box.make_directory(dst)
+    files = dirs = skipped = 0
+    for entry in walk(box, src, WalkOptions(hidden=True, gitignore=False)):
+        parts = entry.rel.split("/")
+        target = box.location_of(dst.root, (*dst.parts, *parts))
+        if entry.kind == "dir":
+            box.make_directory(target)
+            dirs += 1
+        elif entry.kind == "file":
+            origin = box.location_of(src.root, (*src.parts, *parts))
+            box.write_atomic(target, box.iter_chunks(origin), create_only=not overwrite, mode=entry.lstat().st_mode)
+            files += 1
+        else:
+            skipped += 1  # symlinks and special files are not copied: a link could lead outside the roots
+    note = f"; {skipped} symlink(s) or special file(s) not copied" if skipped else ""
+    return f"copied {src.shown} to {dst.shown} ({files} files, {dirs} directories{note})", dst
+
+
+def _exists(location: Location) -> ToolFailure:
+    from mcp_server_core import Conflict
+
+    return Conflict(
+        f"{location.shown!r} already exists.", hint="Pass overwrite=true to replace it, or pick a new name."
+    )
+
+
+def _move(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple[str, Location, Location]:
+    src = box.locate(source, follow_leaf=False)
+    dst = box.locate(destination, follow_leaf=False)
+    if not src.parts:
+        raise box.refused(f"{src.shown!r} is an allowed root; it cannot be moved.")
+    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+        raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; nothing can move into itself.")
+    try:
+        box.rename(src, dst, overwrite=overwrite)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise box.refused(f"Moving {src.shown!r} to {dst.shown!r} failed ({exc.strerror}).") from None
+        info = box.lstat(src)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidArgument(
+                f"{src.shown!r} and {dst.shown!r} are on different filesystems; only files move across them.",
+                hint="copy_path the directory, then delete_path the original.",
+            ) from None
+        box.write_atomic(dst, box.iter_chunks(src), create_only=not overwrite, mode=info.st_mode)
+        box.remove(src, recursive=False)
+    return f"moved {src.shown} to {dst.shown}", src, dst
+
+
+def _list(box: Sandbox, path: str, sort: str, hidden: bool, limit: int, cursor: str | None) -> DirListing:
+    own = box.locate(path, follow_leaf=False)
+    mode = box.lstat(own).st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            location = box.locate(path)
+            mode = box.lstat(location).st_mode
+        except ToolFailure:
+            return _stat(box, path)  # a link leading outside or nowhere: its own metadata only
+    else:
+        location = own
+    if not stat.S_ISDIR(mode):
+        return _stat(box, path)
+    scope = f"list:{location.path}:{sort}:{hidden}"
+    start = decode_cursor(cursor, scope=scope)["offset"] if cursor else 0
+    rows: list[tuple[DirItem, float]] = []
+    with box.open_dir(location) as fd, os.scandir(fd) as scan:
+        for entry in scan:
+            if not hidden and entry.name.startswith("."):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            kind = describe_mode(info.st_mode)
+            if kind == "directory":
+                rows.append((DirItem(name=printable(entry.name), type="dir"), info.st_mtime))
+            elif kind == "symlink":
+                # A link's own metadata only: nothing about a target that may lie outside the roots.
+                note = _link_note(box, location.child(entry.name))
+                rows.append((DirItem(name=printable(entry.name), type="symlink", target=note), 0.0))
+            else:
+                item = DirItem(name=printable(entry.name), type=kind, size=info.st_size, modified=_when(info.st_mtime))
+                rows.append((item, info.st_mtime))
+    if sort == "size":
+        rows.sort(key=lambda r: (-(r[0].size or 0), r[0].name))
+    elif sort == "modified":
+        rows.sort(key=lambda r: (-r[1], r[0].name))
+    else:
+        rows.sort(key=lambda r: (r[0].type != "dir", r[0].name))
+    page = [item for item, _ in rows[start : start + limit]]
+    more = start + limit < len(rows)
+    next_cursor = encode_cursor({"offset": start + limit}, scope=scope) if more else None
+    listing = DirListing(entries=page, next_cursor=next_cursor)
+    listing._total = len(rows)
+    return listing
+
+
+def _tree(box: Sandbox, path: str | None, depth: int, limit: int, hidden: bool, gitignore: bool) -> str:
+    """Indented names, two spaces a level, `/` after directories, `@` after symlinks; no path: every root."""
+    if path is None:
+        if not box.roots:
+            raise Refused(box.roots_note)
+        starts = [(box.locate(root), f"{printable(root)}/") for root in box.roots]
+        if starts:
+            starts[0] = (starts[0][0], f"{printable(box.roots[0])}/  (relative paths start here)")
+    else:
+        location = box.locate(path)
+        starts = [(location, f"{location.shown}/" if location.shown != "." else "./")]
+    lines: list[str] = []
+    shown = 0
+    for location, header in starts:
+        lines.append(header)
+        entries = walk(box, location, WalkOptions(max_depth=depth, hidden=hidden, gitignore=gitignore))
+        for entry in entries:
+            if shown >= limit:
+                lines.append(
+                    f"[stopped at {limit} entries, before {printable(entry.rel)}; raise limit, lower depth, "
+                    "or show_tree a subdirectory]"
+                )
+                return "\n".join(lines)
+            indent = "  " * entry.depth
+            if entry.kind == "dir":
+                suffix = _child_count(entry.parent_fd, entry.name) if entry.depth == depth else ""
+                lines.append(f"{indent}{printable(entry.name)}/{suffix}")
+            elif entry.kind == "symlink":
+                lines.append(f"{indent}{printable(entry.name)}@")
+            else:
+                lines.append(f"{indent}{printable(entry.name)}")
+            shown += 1
+    return "\n".join(lines)
+
+
+def _child_count(parent_fd: int, name: str) -> str:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent_fd)
+    except OSError:
+        return ""
+    try:
+        with os.scandir(fd) as scan:
+            count = sum(1 for _ in scan)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return f" (+{count})" if count else ""
+
+
+def _find(
+    box: Sandbox, pattern: str, path: str, hidden: bool, gitignore: bool, limit: int, cursor: str | None
+) -> FoundPaths:
+    location = box.locate(path)
+    glob = compile_glob(pattern)
+    scope = f"find:{location.path}:{pattern}:{hidden}:{gitignore}"
+    after = decode_cursor(cursor, scope=scope)["after"] if cursor else None
+    prefix = "" if location.shown == "." else location.shown.rstrip("/") + "/"
+    found: list[str] = []
+    next_cursor = None
+    last = ""
+    for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after):
+        if not glob.match(entry.rel):
+            continue
+        if len(found) == limit:
+            next_cursor = encode_cursor({"after": last}, scope=scope)
+            break
+        found.append(printable(prefix + entry.rel) + ("/" if entry.kind == "dir" else ""))
+        last = entry.rel
+    return FoundPaths(paths=found, next_cursor=next_cursor)
+
+
+def _search(
+    box: Sandbox,
+    query: str,
+    path: str,
+    regex: bool,
+    ignore_case: bool,
+    context: int,
+    glob: str | None,
+    hidden: bool,
+    gitignore: bool,
+    limit: int,
+    cursor: str | None,
+) -> SearchResult:
+    location = box.locate(path)
+    pattern, on_bytes = compile_query(query, regex=regex, ignore_case=ignore_case)
+    scope = f"search:{location.path}:{query}:{regex}:{ignore_case}:{context}:{glob}:{hidden}:{gitignore}"
+    resume = None
+    if cursor:
+        position = decode_cursor(cursor, scope=scope)
+        resume = (str(position["file"]), int(position["skip"]))
+    outcome = search_files(
+        box,
+        location,
+        pattern=pattern,
+        on_bytes=on_bytes,
+        context=context,
+        glob=glob,
+        options=WalkOptions(hidden=hidden, gitignore=gitignore),
+        limit=limit,
+        resume=resume,
+        needle=query.encode() if not regex and not ignore_case else None,
+    )
+    next_cursor = None
+    if outcome.resume is not None:
+        next_cursor = encode_cursor({"file": outcome.resume[0], "skip": outcome.resume[1]}, scope=scope)
+    hits = [f"{h.path}{'-' if h.context else ':'}{h.line}{'-' if h.context else ':'}{h.text}" for h in outcome.hits]
+    result = SearchResult(hits=hits, matches=outcome.matches, next_cursor=next_cursor)
+    result._grouped = _grouped(outcome.hits)
+    result._files_searched = outcome.files_searched
+    result._skipped = outcome.skipped
+    return result
+
+
+def _stat(box: Sandbox, path: str) -> DirListing:
+    """One entry, with the details `ls -l` and `sha256sum` would give (a symlink's own, never its target's)."""
+    location = box.locate(path, follow_leaf=False)
+    info = box.lstat(location)
+    kind = describe_mode(info.st_mode)
+    lines = [f"path: {location.shown}", f"type: {kind}"]
+    if kind == "symlink":
+        # Only the link itself: size, times and kind of a target outside the roots stay unknown.
+        target = _link_note(box, location)
+        lines.append(f"target: {target}")
+        listing = DirListing(entries=[DirItem(name=printable(location.name), type="symlink", target=target)])
+        listing._details = "\n".join(lines)
+        return listing
+    modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds")
+    lines += [
+        f"size: {info.st_size:,} bytes",
+        f"modified: {modified}",
+        f"mode: {stat.filemode(info.st_mode)} ({stat.S_IMODE(info.st_mode):o})",
+    ]
+    if kind == "file":
+        shared = " (hard-linked: other names share this content)" if info.st_nlink > 1 else ""
+        lines.append(f"links: {info.st_nlink}{shared}")
+        with box.open_file(location) as (fd, opened):
+            head = os.pread(fd, 8192, 0)
+            mime = media_type(head[:64], location.name)
+            lines.append(f"content: {mime or ('binary' if sniff_binary(head) else 'text')}")
+            if opened.st_size <= MAX_HASH_BYTES:
+                digest = hashlib.sha256()
+                os.lseek(fd, 0, os.SEEK_SET)
+                while chunk := os.read(fd, 1 << 20):
+                    digest.update(chunk)
+                lines.append(f"sha256: {digest.hexdigest()}")
+    item = DirItem(name=printable(location.name), type=kind, size=info.st_size, modified=modified)
+    listing = DirListing(entries=[item])
+    listing._details = "\n".join(lines)
+    return listing
+
+
+# --- the toolset --------------------------------------------------------------------------------------------
+
+
+def files_toolset(ws: Workspace) -> Toolset:
+    toolset = Toolset("files", "Read, search and change files under the allowed roots")
+    tool = toolset.tool
+
+    async def run(ctx: Context, fn: Callable[..., T], *args: Any) -> T:
+        box = await ws.sandbox(ctx)
+        try:
+            return await _in_thread(functools.partial(fn, box, *args))
+        except ToolFailure as exc:
+            # Every error names the allowed roots (the issue's rule), so the model never guesses where it may go.
+            if box.roots_note in str(exc):
+                raise
+            raise type(exc)(f"{exc} {box.roots_note}") from None
+
+    @tool(title="Read file", read_only=True, open_world=False)
+    async def read_file(
+        path: Annotated[str | list[str], Field(description="One path or a list")],
+        ctx: Context,
+        offset: Offset = 1,
+        lines: int | None = None,
+        max_bytes: MaxBytes = READ_BUDGET,
+    ) -> ToolResult:
+        """Use to read text files, whole or by line range; images and audio come as media."""
+        if lines is not None and lines < 1:
+            raise InvalidArgument("lines is how many lines to read: at least 1.")
+        if isinstance(path, list):
+            if not 1 <= len(path) <= MAX_MANY:
+                raise InvalidArgument(f"path lists 1 to {MAX_MANY} files; this one has {len(path)}.")
+            text = await run(ctx, _read_many, path, offset, lines, max_bytes)
+            return ToolResult(content=[mcp_types.TextContent(type="text", text=text)])
+        return await run(ctx, _read_one, path, offset, lines, max_bytes)
+
+    @tool(title="Write file", read_only=False, open_world=False, destructive=True, idempotent=True)
+    async def write_file(
+        path: PathArg,
+        content: str,
+        ctx: Context,
+        create_only: bool = False,
+    ) -> str:
+        """Use to create or replace a whole file (atomic; makes parents)."""
+        message, location, created = await run(ctx, _write, path, content, create_only)
+        ws.on_change(location.path, created)
+        return message
+
+    @tool(title="Edit file", read_only=False, open_world=False, destructive=True)
+    async def edit_file(
+        path: PathArg,
+        edits: list[Edit],
+        ctx: Context,
+        dry_run: bool = False,
+        expected_sha256: Annotated[str | None, Field(description="Fail unless the file has it")] = None,
+    ) -> str:
+        """Use to change parts of a text file by exact old_text; returns a diff."""
+        message, location = await run(ctx, _edit, path, edits, dry_run, expected_sha256)
+        if location is not None:
+            ws.on_change(location.path, False)
+        return message
+
+    @tool(title="Create directory", read_only=False, open_world=False, idempotent=True)
+    async def create_directory(path: PathArg, ctx: Context) -> str:
+        """Use to make a directory (and parents)."""
+
+        def make(box: Sandbox) -> tuple[str, Location, bool]:
+            location = box.locate(path)
+            created = box.make_directory(location)
+            return (f"created {location.shown}/" if created else f"{location.shown}/ already exists"), location, created
+
+        message, location, created = await run(ctx, make)
+        if created:
+            ws.on_change(location.path, True)
+        return message
+
+    @tool(title="Move path", read_only=False, open_world=False, destructive=True)
+    async def move_path(
+        source: PathArg, destination: PathArg, ctx: Context, overwrite: bool = False, copy: bool = False
+    ) -> str:
+        """Use to move, rename or (copy=true) copy a file or directory."""
+        if copy:
+            message, dst = await run(ctx, _copy, source, destination, overwrite)
+            ws.on_change(dst.path, True)
+            return message
+        message, src, dst = await run(ctx, _move, source, destination, overwrite)
+        ws.on_change(src.path, True)
+        ws.on_change(dst.path, True)
+        return message
+
+    @tool(title="Delete path", read_only=False, open_world=False, destructive=True, idempotent=True)
+    async def delete_path(
+        path: PathArg,
+        ctx: Context,
+        recursive: bool = False,
+    ) -> str:
+        """Use to delete a file, symlink (not its target) or directory."""
+
+        def remove(box: Sandbox) -> tuple[str, Location]:
+            location = box.locate(path, follow_leaf=False)
+            kind = box.remove(location, recursive=recursive)
+            return f"deleted {kind} {location.shown}", location
+
+        message, location = await run(ctx, remove)
+        ws.on_change(location.path, True)
+        return message
+
+    @tool(title="List directory", read_only=True, open_world=False)
+    async def list_directory(
+        ctx: Context,
+        path: PathArg | None = None,
+        sort: Literal["name", "size", "modified"] = "name",
+        hidden: bool = False,
+        limit: Annotated[Limit, Field(le=1000)] = 200,
+        cursor: Cursor = None,
+    ) -> DirListing:
+        """Use to list a directory (sizes, times) or stat a file (mode, links, sha256)."""
+        return await run(ctx, _list, path or ".", sort, hidden, limit, cursor)
+
+    @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
+    async def show_tree(
+        ctx: Context,
+        path: PathArg | None = None,
+        depth: Annotated[int, Field(ge=1, le=20)] = 3,
+        limit: Annotated[int, Field(ge=1, le=5000)] = 500,
+        everything: Everything = False,
+    ) -> str:
+        """Use to see a layout as an indented tree; no path: every root."""
+        return await run(ctx, _tree, path, depth, limit, everything, not everything)
+
+    @tool(title="Find files", read_only=True, open_world=False)
+    async def find_files(
+        pattern: Annotated[str, Field(description="*.py, src/**/test_*")],
+        ctx: Context,
+        path: PathArg | None = None,
+        everything: Everything = False,
+        limit: Annotated[Limit, Field(le=2000)] = 200,
+        cursor: Cursor = None,
+    ) -> FoundPaths:
+        """Use to find files or directories by name."""
+        return await run(ctx, _find, pattern, path or ".", everything, not everything, limit, cursor)
+
+    @tool(title="Search text", read_only=True, open_world=False)
+    async def search_text(
+        query: str,
+        ctx: Context,
+        path: PathArg | None = None,
+        regex: Annotated[bool, Field(description="Python regex")] = False,
+        ignore_case: bool = False,
+        context: Annotated[int, Field(ge=0, le=10)] = 0,
+        glob: Annotated[str | None, Field(description="e.g. *.py")] = None,
+        everything: Everything = False,
+        limit: Annotated[Limit, Field(le=1000)] = 100,
+        cursor: Cursor = None,
+    ) -> SearchResult:
+        """Use to find lines matching text or a regex, across files."""
+        return await run(
+            ctx,
+            _search,
+            query,
+            path or ".",
+            regex,
+            ignore_case,
+            context,
+            glob,
+            everything,
+            not everything,
+            limit,
+            cursor,
+        )
+
+    return toolset

@@ -1,0 +1,385 @@
+"""One door to GitHub: PyGithub's requester, the allow-list, conditional requests, errors, Link pagination.
+
+Every tool goes through `GitHubApi.request`, so the allow-list is checked in exactly one place before any
+request leaves, GitHub's failures become the family's `ToolFailure` types in one place, and each tool call makes
+a known number of requests: results are read from the JSON GitHub sent, never from PyGithub's lazy attributes,
+whose hidden completions are how N+1 request patterns creep in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import github
+import requests
+from mcp_server_core import (
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    Refused,
+    ToolFailure,
+    Unavailable,
+    decode_cursor,
+    encode_cursor,
+    take_within_budget,
+)
+from urllib3.connectionpool import ConnectionPool
+from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.response import BaseHTTPResponse
+from urllib3.util.retry import Retry
+
+from mcp_server_github.allowlist import AllowList
+from mcp_server_github.settings import GitHubSettings
+
+logger = logging.getLogger(__name__)
+
+_REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
+# Paths that name no repository; with an allow-list, nothing else is sent.
+_UNSCOPED = re.compile(r"^/(?:user|rate_limit|users/[^/]+|search/users)$")
+_SEARCH = re.compile(r"^/search/(?:issues|code|repositories|commits)$")
+_LINK = re.compile(r'<(?P<url>[^>]+)>\s*;\s*rel="(?P<rel>[^"]+)"')
+_ETAG_ENTRIES = 256
+PAGE_BYTES = 12_000
+"""About how much text one page of a list may bring (bodies count in full, up to their cut)."""
+_RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+class BoundedRetry(Retry):
+    """At most one retry, and only when it is cheap: never a loop, never a long sleep.
+
+    - a rate limit (403/429) whose wait (Retry-After, or X-RateLimit-Reset when the primary limit is used up)
+      is at most `max_wait` seconds is retried once after that wait; a longer one is returned at once, so the
+      model hears when to come back instead of the call hanging;
+    - a 5xx on GET is retried once; writes are not, since GitHub may have applied them.
+    """
+
+    def __init__(self, max_wait: float = 5.0, **kwargs: Any) -> None:
+        self.max_wait = max_wait
+        kwargs.setdefault("total", 1)
+        kwargs.setdefault("raise_on_status", False)
+        kwargs.setdefault("backoff_factor", 0.5)
+        kwargs.setdefault("allowed_methods", None)  # statuses: is_retry() decides per method
+        kwargs.setdefault("read", 0)  # a read timeout may follow a write GitHub applied: never resent
+        super().__init__(**kwargs)
+
+    def new(self, **kwargs: Any) -> BoundedRetry:
+        retry = super().new(**kwargs)
+        retry.max_wait = self.max_wait
+        return retry
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if status_code in (403, 429):
+            return True  # increment() decides from the headers whether it is a short rate limit
+        return method.upper() in ("GET", "HEAD") and status_code in _RETRY_STATUSES
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> BoundedRetry:
+        if response is not None and response.status in (403, 429):
+            wait = rate_limit_wait(response.headers)
+            if wait is None or wait > self.max_wait:
+                # Not a rate limit (a permission 403), or too long to wait: hand the response back as it is.
+                raise MaxRetryError(_pool, url or "", ResponseError(f"{response.status}, not retried"))  # type: ignore[arg-type]
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    def sleep(self, response: Any = None) -> None:
+        if response is not None and response.status in (403, 429):
+            wait = rate_limit_wait(response.headers)
+            if wait:
+                time.sleep(min(wait, self.max_wait))
+            return
+        super().sleep(response)
+
+
+def rate_limit_wait(headers: Mapping[str, Any]) -> float | None:
+    """Seconds GitHub asks us to wait, or None when the response is no rate limit (as GitHub documents it)."""
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    retry_after = lowered.get("retry-after", "").strip()
+    if retry_after.isdigit():
+        return float(retry_after)
+    if lowered.get("x-ratelimit-remaining") == "0":
+        reset = lowered.get("x-ratelimit-reset", "")
+        if reset.isdigit():
+            return max(int(reset) - time.time(), 0.0) + 1.0
+        return 60.0
+    return None
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, Any]
+    data: Any
+    text: str
+
+
+@dataclass
+class Page:
+    items: list[Any]
+    next_cursor: str | None
+    data: Any
+
+
+class GitHubApi:
+    """PyGithub's client, reached only through `request` so every call is checked, counted and translated."""
+
+    def __init__(self, settings: GitHubSettings) -> None:
+        token = settings.token.get_secret_value() if settings.token else None
+        self.api_url = settings.api_url.rstrip("/")
+        self.allow: AllowList = settings.allow_list
+        self.authenticated = token is not None
+        # Built now, connected on first use: the server starts without a network call.
+        self.github = github.Github(
+            base_url=self.api_url,
+            auth=github.Auth.Token(token) if token else None,
+            timeout=settings.timeout_s,
+            retry=BoundedRetry(max_wait=settings.rate_limit_wait_s),
+            seconds_between_requests=settings.request_interval_s or None,
+            seconds_between_writes=settings.write_interval_s or None,
+            lazy=True,
+        )
+        self._etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
+        self._etag_lock = threading.Lock()
+        self._login: str | None = None
+
+    def close(self) -> None:
+        self.github.close()
+
+    # --- the allow-list: one check, before anything is sent ------------------------------------------------
+
+    def check_path(self, path: str, params: Mapping[str, Any] | None) -> None:
+        # A '..' in a repository name, path or ref could walk the URL to another repository's endpoint.
+        if any(part in (".", "..") for part in path.split("?", 1)[0].split("/")):
+            raise InvalidArgument(f"{path!r} holds a '.' or '..' segment.", hint="Name files and refs without them.")
+        if not self.allow:
+            return
+        match = _REPO_PATH.match(path)
+        if match:
+            self.allow.check(match["owner"], match["repo"])
+        elif _SEARCH.match(path):
+            query = str((params or {}).get("q", ""))
+            if self.allow.scope_search(query) != query:
+                raise Refused("This search is not narrowed to the allow-list.", hint="Add repo: qualifiers.")
+        elif not _UNSCOPED.match(path):
+            raise Refused(f"{path} names no repository of this server's allow-list.")
+
+    # --- requests --------------------------------------------------------------------------------------------
+
+    def request(
+        self,
+        verb: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        accept: str | None = None,
+        what: str | None = None,
+    ) -> Response:
+        """One request; a failure becomes a `ToolFailure` saying what to do."""
+        self.check_path(path, params)
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        headers = {"Accept": accept or "application/vnd.github+json"}
+        key = ""
+        cached: tuple[str, Response] | None = None
+        if verb == "GET":
+            key = json.dumps([path, sorted(query.items()), headers["Accept"]])
+            with self._etag_lock:
+                cached = self._etags.get(key)
+            if cached is not None:
+                # A 304 answer does not count against the primary rate limit.
+                headers["If-None-Match"] = cached[0]
+        try:
+            status, response_headers, text = self.github.requester.requestJson(verb, path, query, headers, body)
+        except requests.Timeout:
+            raise Unavailable(f"GitHub at {self.api_url} did not answer in time.", hint="Retry shortly.") from None
+        except requests.RequestException as exc:
+            raise Unavailable(
+                f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
+                hint="Check the network or GITHUB_API_URL, then retry.",
+            ) from None
+        if status == 304 and cached is not None:
+            # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
+            return cached[1]
+        data = _parse(text, response_headers)
+        if status >= 400:
+            raise failure(status, response_headers, data, what or f"{verb} {path}")
+        response = Response(status, response_headers, data, text)
+        etag = response_headers.get("etag")
+        if key and etag and status == 200:
+            with self._etag_lock:
+                self._etags[key] = (etag, response)
+                self._etags.move_to_end(key)
+                while len(self._etags) > _ETAG_ENTRIES:
+                    self._etags.popitem(last=False)
+        return response
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs).data
+
+    def page(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        limit: int,
+        cursor: str | None,
+        scope: str,
+        key: str | None = None,
+        what: str | None = None,
+        budget: int = PAGE_BYTES,
+    ) -> Page:
+        """One page of a list, with a cursor over GitHub's Link header (bound to this query and path).
+
+        A page whose items would not fit `budget` (long comment bodies) ends early; its cursor then holds the
+        same GitHub page and how many items were shown, and reading on asks for that page again (a 304 against
+        the ETag, which costs no rate limit) and skips them.
+        """
+        scope = f"{path}\n{scope}"
+        skip = 0
+        if cursor:
+            position = decode_cursor(cursor, scope=scope)
+            query: dict[str, Any] = dict(position["q"])
+            skip = int(position.get("skip", 0))
+        else:
+            query = {**(params or {}), "per_page": limit}
+        response = self.request("GET", path, params=query, what=what)
+        items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
+        if not isinstance(items, list):
+            items = []
+        rest = items[skip:]
+        shown = take_within_budget(rest, _weight, budget) if rest else 0
+        if shown < len(rest):
+            next_cursor: str | None = encode_cursor({"q": query, "skip": skip + shown}, scope=scope)
+        else:
+            following = _next_query(response.headers.get("link", ""))
+            next_cursor = encode_cursor({"q": following}, scope=scope) if following is not None else None
+        return Page(rest[:shown], next_cursor, response.data)
+
+    def login(self) -> str:
+        """The authenticated user's login, asked once."""
+        if self._login is None:
+            self._login = str(self.get("/user", what="the authenticated user")["login"])
+        return self._login
+
+
+def _weight(item: Any) -> int:
+    """What one listed item costs on the page: a line of fields, plus its body as far as it is shown."""
+    if not isinstance(item, dict):
+        return 100
+    body = item.get("body")
+    return 150 + min(len(body), 3_000) if isinstance(body, str) else 150
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return value
+
+
+def _parse(text: str, headers: Mapping[str, Any]) -> Any:
+    if not text:
+        return None
+    if "json" in str(headers.get("content-type", "")):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return {"message": text[:500]}
+    return text
+
+
+def _next_query(link: str) -> dict[str, str] | None:
+    """The query of the rel="next" link. Only its query is kept: the next request goes to the tool's own path
+    (GitHub's links may name the repository by id), so neither a link nor a forged cursor can move it elsewhere.
+    """
+    for match in _LINK.finditer(link):
+        if match["rel"] == "next":
+            return dict(parse_qsl(urlsplit(match["url"]).query))
+    return None
+
+
+def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> ToolFailure:
+    """The family's failure type for one of GitHub's error responses, saying what to try instead."""
+    body = data if isinstance(data, dict) else {}
+    message = str(body.get("message") or f"HTTP {status}").rstrip(".")
+    details = _error_details(body)
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    wait = rate_limit_wait(lowered) if status in (403, 429) else None
+    if wait is not None or (status in (403, 429) and "rate limit" in message.lower()):
+        if lowered.get("x-ratelimit-remaining") == "0" and "retry-after" not in lowered:
+            reset = lowered.get("x-ratelimit-reset", "")
+            when = datetime.fromtimestamp(int(reset), UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if reset.isdigit() else "?"
+            return RateLimited(
+                f"GitHub's rate limit of {lowered.get('x-ratelimit-limit', '?')} requests an hour is used up;"
+                f" it resets at {when}.",
+                retry_after=wait,
+                hint=f"Retry after {wait or 60:.0f} s, or do something else until then.",
+            )
+        return RateLimited(
+            f"GitHub's secondary rate limit stopped {what}: too many requests too quickly.",
+            retry_after=wait or 60.0,
+            hint=f"Retry after {wait or 60:.0f} s, one request at a time.",
+        )
+    if status == 401:
+        return Refused(
+            f"GitHub rejected the credentials ({message}).",
+            hint="Set GITHUB_TOKEN to a valid token and restart the server; retrying will not help.",
+        )
+    if status == 403:
+        needs = lowered.get("x-accepted-github-permissions") or lowered.get("x-accepted-oauth-scopes")
+        return Refused(
+            f"GitHub refused {what}: {message}{details}.",
+            hint=(f"The token needs: {needs}." if needs else "The token may lack the permission.")
+            + " Do not retry unchanged; ask the user for a token that has it.",
+        )
+    if status == 404:
+        return NotFound(
+            f"{what} was not found (or the token cannot see it: GitHub answers 404 for private repositories).",
+            hint="Check the owner/name, number, branch or path; list them first if unsure.",
+        )
+    if status in (409, 405):
+        return Conflict(
+            f"GitHub refused {what}: {message}{details}.", hint="Fetch the current state and try again from it."
+        )
+    if status == 422:
+        return InvalidArgument(
+            f"GitHub rejected {what}: {message}{details}.", hint="Fix the arguments named above and retry."
+        )
+    if status >= 500:
+        return Unavailable(f"GitHub failed on {what} (HTTP {status}).", hint="Retry in a minute.")
+    return InvalidArgument(f"GitHub answered {what} with HTTP {status}: {message}{details}.")
+
+
+def _error_details(body: Mapping[str, Any]) -> str:
+    errors = body.get("errors")
+    if not isinstance(errors, list) or not errors:
+        return ""
+    parts = []
+    for error in errors[:5]:
+        if isinstance(error, dict):
+            text = error.get("message") or " ".join(
+                str(error[k]) for k in ("resource", "field", "code") if error.get(k) is not None
+            )
+            parts.append(str(text))
+        else:
+            parts.append(str(error))
+    return " (" + "; ".join(parts) + ")"

@@ -1,0 +1,76 @@
+"""Context: who the token belongs to, and the discovery tools that switch toolsets on at run time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from mcp_server_core import InvalidArgument, Toolset
+from pydantic import Field
+
+from mcp_server_github.client import GitHubApi
+from mcp_server_github.shapes import one_line
+
+if TYPE_CHECKING:
+    from mcp_server_core import ReferenceServer
+
+
+class ServerRef:
+    """The server these tools switch toolsets on; set once it is built (its toolsets include this one)."""
+
+    server: ReferenceServer | None = None
+
+    def get(self) -> ReferenceServer:
+        if self.server is None:
+            raise RuntimeError("the server is not built yet")
+        return self.server
+
+
+def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
+    toolset = Toolset("context", "Who the token belongs to; list and enable toolsets")
+
+    # Plain-text results: three short facts need no outputSchema in every tools/list.
+    @toolset.tool(title="Get me", read_only=True, open_world=True)
+    def get_me() -> str:
+        """Use first to learn which GitHub account, scopes and repositories this server works with."""
+        lines = []
+        if api.authenticated:
+            response = api.request("GET", "/user", what="the authenticated user")
+            user = response.data
+            name = one_line(user.get("name"), 100)
+            lines.append(f"Signed in as {user.get('login')}" + (f" ({name})" if name else ""))
+            scopes = response.headers.get("x-oauth-scopes")
+            if scopes is not None:
+                lines.append(f"token scopes: {scopes or 'none listed'}")
+            remaining = response.headers.get("x-ratelimit-remaining")
+            if remaining is not None:
+                lines.append(f"requests left this hour: {remaining}")
+        else:
+            lines.append("Not authenticated: public data only, 60 requests an hour. Set GITHUB_TOKEN for more.")
+        lines.append(f"repositories: {', '.join(api.allow.entries)} only" if api.allow else "repositories: any")
+        lines.append("read-only: no tool writes" if ref.get().read_only else "writes: available")
+        return "\n".join(lines)
+
+    @toolset.tool(title="List toolsets", read_only=True, open_world=False)
+    def list_toolsets() -> str:
+        """Use to see which groups of GitHub tools exist, which are on, and what each holds."""
+        target = ref.get()
+        enabled = set(target.toolsets.enabled)
+        return "\n".join(
+            f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
+            + ", ".join(d.name for d in t.tools if d.read_only or not target.read_only)
+            for t in target.toolsets.available
+        )
+
+    @toolset.tool(title="Enable toolset", read_only=True, open_world=False)
+    def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")]) -> str:
+        """Use when a task needs tools that are off (pull_requests, repos, search, actions); they appear at once."""
+        target = ref.get()
+        try:
+            changed = target.toolsets.enable(name)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        tools = next(t for t in target.toolsets.available if t.name == name).tools
+        names = ", ".join(d.name for d in tools if d.read_only or not target.read_only)
+        return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
+
+    return toolset

@@ -1,0 +1,250 @@
+"""Issues: list, read with comments, search, create, update, comment, labels."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from mcp_server_core import InvalidArgument, Limit, Toolset
+from pydantic import Field
+
+from mcp_server_github.client import GitHubApi
+from mcp_server_github.shapes import (
+    COMMENT_CHARS,
+    Cursor,
+    Item,
+    Listing,
+    Number,
+    RepoName,
+    clean_text,
+    compact,
+    day,
+    fenced,
+    fenced_lines,
+    labels_of,
+    login_of,
+    logins,
+    one_line,
+    role_of,
+)
+
+State = Literal["open", "closed", "all"]
+
+
+def issue_summary(issue: dict[str, Any]) -> dict[str, Any]:
+    return compact(
+        {
+            "number": issue.get("number"),
+            "title": one_line(issue.get("title")),
+            "state": issue.get("state"),
+            "kind": "pr" if issue.get("pull_request") else None,
+            "author": login_of(issue),
+            "labels": labels_of(issue),
+            "comments": issue.get("comments"),
+            "updated": day(issue.get("updated_at")),
+        }
+    )
+
+
+def issue_line(summary: dict[str, Any]) -> str:
+    kind = " PR" if summary.get("kind") == "pr" else ""
+    labels = f" [{', '.join(summary['labels'])}]" if summary.get("labels") else ""
+    return (
+        f"#{summary['number']}{kind} {summary.get('state')} {summary.get('title', '')}{labels}"
+        f" by {summary.get('author')}, {summary.get('comments', 0)} comments, updated {summary.get('updated')}"
+    )
+
+
+def comment_shape(comment: dict[str, Any]) -> dict[str, Any]:
+    return compact(
+        {
+            "id": comment.get("id"),
+            "author": login_of(comment),
+            "role": role_of(comment),
+            "created": comment.get("created_at"),
+            "body": clean_text(comment.get("body"), COMMENT_CHARS),
+        }
+    )
+
+
+def render_comments(comments: list[dict[str, Any]], where: str) -> list[str]:
+    return [
+        fenced(c.get("body"), f"comment {c.get('id')} on {where} ({day(c.get('created_at'))})", c, limit=COMMENT_CHARS)
+        for c in comments
+    ]
+
+
+def issues_toolset(api: GitHubApi) -> Toolset:
+    toolset = Toolset("issues", "Read, search, create and update issues and their comments")
+
+    @toolset.tool(title="List issues", read_only=True, open_world=True)
+    def list_issues(
+        repo: RepoName,
+        state: State = "open",
+        labels: list[str] | None = None,
+        assignee: str | None = None,
+        sort: Literal["created", "updated", "comments"] = "updated",
+        limit: Annotated[Limit, Field(le=100)] = 30,
+        cursor: Cursor = None,
+    ) -> Listing:
+        """Use to see a repository's issues (and PRs, marked) by state, labels or assignee, recently updated first."""
+        scope = json.dumps([state, labels, assignee, sort])
+        page = api.page(
+            f"/repos/{repo}/issues",
+            params={"state": state, "labels": labels, "assignee": assignee, "sort": sort},
+            limit=limit,
+            cursor=cursor,
+            scope=scope,
+            what=f"issues of {repo}",
+        )
+        items = [issue_summary(i) for i in page.items]
+        text = fenced_lines([issue_line(i) for i in items], f"issues of {repo}; titles written by their authors")
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
+
+    @toolset.tool(title="Get issue", read_only=True, open_world=True)
+    def get_issue(
+        repo: RepoName,
+        number: Number,
+        limit: Annotated[Limit, Field(le=100, description="Max comments")] = 30,
+        cursor: Cursor = None,
+    ) -> Item:
+        """Use to read one issue (or PR conversation) with its comments; page the comments with cursor."""
+        where = f"{repo}#{number}"
+        issue = api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}")
+        comments: list[dict[str, Any]] = []
+        next_cursor = None
+        if issue.get("comments"):
+            page = api.page(
+                f"/repos/{repo}/issues/{number}/comments",
+                limit=limit,
+                cursor=cursor,
+                scope="",
+                what=f"comments of {where}",
+            )
+            comments, next_cursor = page.items, page.next_cursor
+        item = compact(
+            {
+                **issue_summary(issue),
+                "role": role_of(issue),
+                "assignees": logins(issue.get("assignees")),
+                "milestone": one_line((issue.get("milestone") or {}).get("title")) or None,
+                "state_reason": issue.get("state_reason"),
+                "created": issue.get("created_at"),
+                "closed": issue.get("closed_at"),
+                "url": issue.get("html_url"),
+                "body": clean_text(issue.get("body")),
+            }
+        )
+        head = (
+            f"{where} {item.get('state')}"
+            + (f" ({item['state_reason']})" if item.get("state_reason") else "")
+            + f", opened by {item['author']} ({item['role']}) on {day(item.get('created'))}"
+            + (f", labels: {', '.join(item['labels'])}" if item.get("labels") else "")
+            + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
+            + f", {issue.get('comments', 0)} comments\n{item.get('url', '')}"
+        )
+        body = fenced(
+            f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}", f"issue {where} title and body", issue
+        )
+        parts = [head, body, *render_comments(comments, where)]
+        return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
+            "\n".join(parts)
+        )
+
+    @toolset.tool(title="Search issues", read_only=True, open_world=True)
+    def search_issues(
+        query: Annotated[str, Field(description="GitHub search syntax, e.g. 'repo:o/r is:open label:bug crash'")],
+        limit: Annotated[Limit, Field(le=100)] = 30,
+        cursor: Cursor = None,
+    ) -> Listing:
+        """Use to find issues or PRs (add is:pr) anywhere by text and qualifiers."""
+        if not any(q in query for q in ("is:issue", "is:pr", "is:pull-request", "type:issue", "type:pr")):
+            query = f"{query} is:issue"
+        query = api.allow.scope_search(query)
+        page = api.page(
+            "/search/issues", params={"q": query}, limit=limit, cursor=cursor, scope=query, key="items", what="search"
+        )
+        items = []
+        for issue in page.items:
+            repo = str(issue.get("repository_url", "")).split("/repos/")[-1]
+            owner, _, name = repo.partition("/")
+            if api.allow.allows(owner, name):  # the query is narrowed; this holds even if GitHub widened it
+                items.append({"repo": repo, **issue_summary(issue)})
+        lines = [f"{i['repo']}{issue_line(i)}" for i in items]
+        total = page.data.get("total_count", len(items)) if isinstance(page.data, dict) else len(items)
+        text = f"{total} results for {query!r}\n" + fenced_lines(lines, "search results; titles written by others")
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
+
+    @toolset.tool(title="Create issue", read_only=False, open_world=True)
+    def create_issue(
+        repo: RepoName,
+        title: Annotated[str, Field(min_length=1, max_length=256)],
+        body: str | None = None,
+        labels: list[str] | None = None,
+        assignees: list[str] | None = None,
+    ) -> str:
+        """Use to open a new issue."""
+        created = api.request(
+            "POST",
+            f"/repos/{repo}/issues",
+            body=compact({"title": title, "body": body, "labels": labels, "assignees": assignees}),
+            what=f"creating an issue in {repo}",
+        ).data
+        return f"Created {repo}#{created['number']}: {created.get('html_url')}"
+
+    @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True)
+    def update_issue(
+        repo: RepoName,
+        number: Number,
+        title: str | None = None,
+        body: str | None = None,
+        state: Literal["open", "closed"] | None = None,
+        state_reason: Literal["completed", "not_planned", "reopened"] | None = None,
+        labels: Annotated[list[str] | None, Field(description="replaces all labels")] = None,
+        assignees: Annotated[list[str] | None, Field(description="replaces all assignees")] = None,
+    ) -> str:
+        """Use to edit, close or reopen an issue, or set its labels and assignees; omitted fields stay."""
+        changes: dict[str, Any] = {
+            k: v
+            for k, v in {
+                "title": title,
+                "body": body,
+                "state": state,
+                "state_reason": state_reason,
+                "labels": labels,
+                "assignees": assignees,
+            }.items()
+            if v is not None
+        }
+        if not changes:
+            raise InvalidArgument("Nothing to change.", hint="Pass at least one of title, body, state, labels.")
+        updated = api.request(
+            "PATCH", f"/repos/{repo}/issues/{number}", body=changes, what=f"updating {repo}#{number}"
+        ).data
+        return (
+            f"Updated {repo}#{number} ({', '.join(changes)}); it is {updated.get('state')}: {updated.get('html_url')}"
+        )
+
+    @toolset.tool(title="Comment on issue", read_only=False, open_world=True)
+    def add_issue_comment(repo: RepoName, number: Number, body: Annotated[str, Field(min_length=1)]) -> str:
+        """Use to comment on an issue or pull request's conversation."""
+        created = api.request(
+            "POST",
+            f"/repos/{repo}/issues/{number}/comments",
+            body={"body": body},
+            what=f"commenting on {repo}#{number}",
+        ).data
+        return f"Commented on {repo}#{number}: {created.get('html_url')}"
+
+    @toolset.tool(title="List labels", read_only=True, open_world=True)
+    def list_labels(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
+        """Use to see which labels a repository has before labelling an issue."""
+        page = api.page(f"/repos/{repo}/labels", limit=limit, cursor=cursor, scope="", what=f"labels of {repo}")
+        items = [
+            compact({"name": one_line(lab.get("name"), 50), "description": one_line(lab.get("description"), 120)})
+            for lab in page.items
+        ]
+        lines = [f"{i['name']}" + (f": {i['description']}" if i.get("description") else "") for i in items]
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(fenced_lines(lines, f"labels of {repo}"))
+
+    return toolset

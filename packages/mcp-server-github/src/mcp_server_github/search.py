@@ -1,0 +1,98 @@
+"""Search: code, repositories and users across GitHub (inside the allow-list when one is set)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp_server_core import Limit, Toolset
+from pydantic import Field
+
+from mcp_server_github.client import GitHubApi
+from mcp_server_github.shapes import Cursor, Listing, compact, fenced_lines, one_line
+
+Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
+
+
+def search_toolset(api: GitHubApi) -> Toolset:
+    toolset = Toolset("search", "Search code, repositories and users", default=False)
+
+    @toolset.tool(title="Search code", read_only=True, open_world=True)
+    def search_code(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
+        """Use to find files by content across repositories, e.g. 'def main language:python repo:o/r'."""
+        query = api.allow.scope_search(query)
+        page = api.page(
+            "/search/code",
+            params={"q": query},
+            limit=limit,
+            cursor=cursor,
+            scope=query,
+            key="items",
+            what="code search",
+        )
+        items = []
+        for hit in page.items:
+            repo = str((hit.get("repository") or {}).get("full_name", ""))
+            owner, _, name = repo.partition("/")
+            if api.allow.allows(owner, name):
+                items.append(compact({"repo": repo, "path": hit.get("path"), "sha": hit.get("sha")}))
+        text = fenced_lines([f"{i['repo']}:{i.get('path')}" for i in items], f"code search for {query!r}")
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
+
+    @toolset.tool(title="Search repositories", read_only=True, open_world=True)
+    def search_repositories(
+        query: Query,
+        sort: Literal["best-match", "stars", "forks", "updated"] = "best-match",
+        limit: Annotated[Limit, Field(le=100)] = 30,
+        cursor: Cursor = None,
+    ) -> Listing:
+        """Use to find repositories by name, topic, language or stars, e.g. 'mcp server language:python'."""
+        query = api.allow.scope_search(query)
+        page = api.page(
+            "/search/repositories",
+            params={"q": query, "sort": None if sort == "best-match" else sort},
+            limit=limit,
+            cursor=cursor,
+            scope=f"{query}\n{sort}",
+            key="items",
+            what="repository search",
+        )
+        items = [
+            compact(
+                {
+                    "repo": r.get("full_name"),
+                    "description": one_line(r.get("description"), 200),
+                    "stars": r.get("stargazers_count"),
+                    "language": r.get("language"),
+                    "private": r.get("private") or None,
+                    "archived": r.get("archived") or None,
+                }
+            )
+            for r in page.items
+            if api.allow.allows(*str(r.get("full_name", "/")).split("/", 1))
+        ]
+        lines = [
+            f"{i['repo']} ★{i.get('stars', 0)} {i.get('language') or ''}"
+            + (f": {i['description']}" if i.get("description") else "")
+            for i in items
+        ]
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(
+            fenced_lines(lines, f"repositories matching {query!r}; descriptions written by their owners")
+        )
+
+    @toolset.tool(title="Search users", read_only=True, open_world=True)
+    def search_users(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
+        """Use to find GitHub users or organizations by login, name, location or followers."""
+        page = api.page(
+            "/search/users",
+            params={"q": query},
+            limit=limit,
+            cursor=cursor,
+            scope=query,
+            key="items",
+            what="user search",
+        )
+        items = [compact({"login": u.get("login"), "type": u.get("type")}) for u in page.items]
+        text = fenced_lines([f"{i['login']} ({i.get('type')})" for i in items], f"users matching {query!r}")
+        return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
+
+    return toolset

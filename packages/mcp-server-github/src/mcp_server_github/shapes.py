@@ -1,0 +1,135 @@
+"""Compact shapes of GitHub objects, the parameter types every tool shares, and untrusted text made safe.
+
+GitHub's JSON for one issue is about 5 kB; a model needs a tenth of it. Every shape here picks the fields worth
+their context, and every piece of text a stranger could have written (titles, bodies, comments, commit messages,
+file contents, logs) is cleaned for structured content and fenced, with its author and standing, for the text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp_server_core import Rendered
+from mcp_server_core.untrusted import Cleaned, clean, fence
+from pydantic import Field, PrivateAttr
+
+# The helpers' Cursor says the same in 60 more bytes per list tool (tools/list budget).
+Cursor = Annotated[str | None, Field(description="next_cursor of the previous page", max_length=4096)]
+RepoName = Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name")]
+Number = Annotated[int, Field(ge=1)]
+BODY_CHARS = 6_000
+COMMENT_CHARS = 3_000
+TITLE_CHARS = 300
+
+
+def split_repo(repo: str) -> tuple[str, str]:
+    owner, _, name = repo.partition("/")
+    return owner, name
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+# Result classes carry no docstring: it would be sent in every outputSchema (tools/list budget).
+
+
+class Listing(Rendered):  # a page of compact items; the text beside it is written by the tool that made it
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
+    _text: str = PrivateAttr("")
+
+    def with_text(self, text: str) -> Listing:
+        self._text = text
+        return self
+
+    def render(self) -> str:
+        tail = f"\nnext_cursor={self.next_cursor}" if self.next_cursor else ""
+        return (self._text or "Nothing found.") + tail
+
+
+class Item(Rendered):  # one object and a page of its parts (comments, files), with a cursor for the rest
+    item: dict[str, Any]
+    parts: list[dict[str, Any]] | None = None
+    next_cursor: str | None = None
+    _text: str = PrivateAttr("")
+
+    def with_text(self, text: str) -> Item:
+        self._text = text
+        return self
+
+    def render(self) -> str:
+        tail = f"\nnext_cursor={self.next_cursor}" if self.next_cursor else ""
+        return self._text + tail
+
+
+# --- untrusted text --------------------------------------------------------------------------------------
+
+
+def role_of(thing: dict[str, Any]) -> str:
+    """The author's standing towards the repository, as GitHub states it, in words."""
+    user = thing.get("user") or thing.get("author") or {}
+    if isinstance(user, dict) and user.get("type") == "Bot":
+        return "bot"
+    association = str(thing.get("author_association") or "NONE")
+    if association == "NONE":
+        return "no association with the repository"
+    return association.lower().replace("_", " ")
+
+
+def login_of(thing: dict[str, Any] | None, key: str = "user") -> str:
+    user = (thing or {}).get(key) or {}
+    return str(user.get("login") or "ghost") if isinstance(user, dict) else "ghost"
+
+
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}\n[cut at {limit:,} of {len(text):,} characters]"
+
+
+def clean_text(text: str | None, limit: int = BODY_CHARS, *, markup: bool = True) -> str:
+    return cut(clean(text, markup=markup).text, limit)
+
+
+def one_line(text: str | None, limit: int = TITLE_CHARS) -> str:
+    flat = " ".join(clean(text).text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fenced(
+    text: str | None,
+    what: str,
+    thing: dict[str, Any] | None = None,
+    *,
+    limit: int = BODY_CHARS,
+    markup: bool = True,
+    author: str | None = None,
+) -> str:
+    """`text` cleaned, cut and fenced as data written by `thing`'s author (or `author`)."""
+    cleaned = clean(text, markup=markup)
+    short = Cleaned(cut(cleaned.text, limit), cleaned.removed_invisible, cleaned.removed_hidden_html)
+    if thing is not None:
+        return fence(short, what=what, author=login_of(thing), role=role_of(thing))
+    return fence(short, what=what, author=author)
+
+
+def fenced_lines(lines: list[str], what: str) -> str:
+    """A listing whose lines carry text written by others (titles, messages), fenced once as a whole."""
+    if not lines:
+        return ""
+    return fence(clean("\n".join(lines), markup=False), what=what)
+
+
+def day(timestamp: str | None) -> str | None:
+    return timestamp[:10] if timestamp else None
+
+
+def labels_of(thing: dict[str, Any]) -> list[str]:
+    return [one_line(label.get("name"), 50) for label in thing.get("labels") or [] if isinstance(label, dict)]
+
+
+def logins(users: list[dict[str, Any]] | None) -> list[str]:
+    return [str(u.get("login")) for u in users or [] if isinstance(u, dict)]
+
+
+def compact(fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields without empty values: absent costs nothing, `null` and `[]` cost bytes and say nothing."""
+    return {k: v for k, v in fields.items() if v is not None and v != [] and v != ""}

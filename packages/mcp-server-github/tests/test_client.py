@@ -1,0 +1,179 @@
+"""The API door: rate limits, one bounded retry, error messages, ETags, the token kept out of every message."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import pytest
+from fake_github import TOKEN, FakeGitHub, server_for, text_of
+from fastmcp import Client
+from mcp_server_core.testing import free_port
+
+REPO = "acme/widgets"
+GET_ISSUE = ("get_issue", {"repo": REPO, "number": 2})
+
+
+async def test_the_primary_rate_limit_says_when_it_resets_and_is_not_retried(fake: FakeGitHub) -> None:
+    fake.primary_limited = True
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        started = time.monotonic()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert time.monotonic() - started < 1.5, "a reset half an hour away must not be waited for"
+    assert result.is_error
+    text = text_of(result)
+    assert "rate limit of 5000 requests an hour is used up; it resets at" in text
+    assert " UTC" in text
+    assert "Retry after 180" in text
+    assert fake.count() == 1
+
+
+async def test_a_short_secondary_rate_limit_is_retried_once_after_retry_after(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after = 1, 1
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        started = time.monotonic()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert not result.is_error, text_of(result)
+    assert time.monotonic() - started >= 1.0
+    assert fake.count() == 2
+
+
+async def test_a_secondary_rate_limit_that_persists_fails_after_one_retry(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after = 10, 1
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert "secondary rate limit" in text_of(result)
+    assert "Retry after 1 s" in text_of(result)
+    assert fake.count() == 2, "one retry at most, never a loop"
+
+
+async def test_a_long_retry_after_fails_at_once_with_the_wait(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after = 1, 60
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert "Retry after 60 s, one request at a time." in text_of(result)
+    assert fake.count() == 1
+
+
+async def test_a_server_error_on_a_read_is_retried_once(fake: FakeGitHub) -> None:
+    fake.fail(r"/issues/2$", 502, times=1)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert not result.is_error, text_of(result)
+    assert fake.count() == 2
+
+
+async def test_a_server_error_on_a_write_is_not_retried(fake: FakeGitHub) -> None:
+    fake.fail(r"/issues/2/comments$", 502, times=1)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("add_issue_comment", {"repo": REPO, "number": 2, "body": "hi"})
+    assert result.is_error
+    assert text_of(result) == "GitHub failed on commenting on acme/widgets#2 (HTTP 502). Retry in a minute."
+    assert fake.count() == 1
+    assert fake.repos[REPO].comments[2] == []
+
+
+async def test_a_bad_token_says_what_to_do_without_showing_the_token(fake: FakeGitHub) -> None:
+    wrong = "ghp_WrongToken9876543210zyxwvutsrqponmlkji"
+    async with Client(server_for(fake, token=wrong)) as client:
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert text_of(result) == (
+        "GitHub rejected the credentials (Bad credentials). "
+        "Set GITHUB_TOKEN to a valid token and restart the server; retrying will not help."
+    )
+    assert fake.requests[-1].headers["authorization"] == f"token {wrong}"
+
+
+async def test_the_token_never_reaches_a_log_line(fake: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with Client(server_for(fake)) as client:
+        await client.call_tool_mcp(*GET_ISSUE)
+        await client.call_tool_mcp("get_issue", {"repo": REPO, "number": 999})
+        fake.primary_limited = True
+        await client.call_tool_mcp(*GET_ISSUE)
+    assert caplog.records, "PyGithub logs every request at DEBUG"
+    assert all(TOKEN not in record.getMessage() for record in caplog.records)
+    assert TOKEN not in caplog.text
+
+
+async def test_a_repeated_read_is_a_conditional_request_answered_304(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        first = await client.call_tool("get_issue", {"repo": REPO, "number": 2})
+        fake.reset_requests()
+        second = await client.call_tool("get_issue", {"repo": REPO, "number": 2})
+    assert fake.requests[0].headers.get("if-none-match", "").startswith('W/"')
+    assert second.structured_content == first.structured_content
+
+
+async def test_a_changed_resource_is_read_afresh_despite_the_etag(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        await client.call_tool("get_issue", {"repo": REPO, "number": 2})
+        fake.repos[REPO].issues[2]["body"] = "Edited on GitHub."
+        second = await client.call_tool("get_issue", {"repo": REPO, "number": 2})
+    assert second.structured_content["item"]["body"] == "Edited on GitHub."
+
+
+async def test_an_unreachable_github_is_unavailable_and_names_the_url(fake: FakeGitHub) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there: connections are refused
+    async with Client(server_for(fake, api_url=url)) as client:
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert text_of(result).startswith(f"Cannot reach GitHub at {url} (ConnectionError).")
+
+
+async def test_anonymous_use_reads_public_data_and_sees_no_private_repository(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake, token=None)) as client:
+        public = await client.call_tool_mcp(*GET_ISSUE)
+        private = await client.call_tool_mcp("list_issues", {"repo": "acme/secret"})
+        me = await client.call_tool("get_me", {})
+    assert not public.is_error
+    assert private.is_error
+    assert "not found (or the token cannot see it" in text_of(private)
+    assert "Not authenticated" in text_of(me)
+    assert all("authorization" not in r.headers for r in fake.requests)
+
+
+async def test_enterprise_server_lives_under_api_v3_and_pages_there() -> None:
+    with contextlib.closing(FakeGitHub(prefix="/api/v3").start()) as ghes:
+        async with Client(server_for(ghes)) as client:
+            first = await client.call_tool("list_issues", {"repo": REPO, "limit": 40})
+            rest = await client.call_tool(
+                "list_issues", {"repo": REPO, "limit": 40, "cursor": first.structured_content["next_cursor"]}
+            )
+            issue = await client.call_tool("get_issue", {"repo": REPO, "number": 1})
+    numbers = [i["number"] for i in first.structured_content["items"] + rest.structured_content["items"]]
+    assert sorted(numbers) == list(range(1, 47))
+    assert issue.structured_content["item"]["comments"] == 3
+    assert ghes.count() == 4, "every request reached /api/v3 (the fake answers 404 elsewhere)"
+
+
+@pytest.mark.parametrize("status", [403, 429])
+async def test_a_secondary_limit_is_recognised_as_403_or_429(fake: FakeGitHub, status: int) -> None:
+    fake.secondary_limited, fake.retry_after, fake.secondary_status = 1, 120, status
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert text_of(result) == (
+        "GitHub's secondary rate limit stopped issue acme/widgets#2: too many requests too quickly. "
+        "Retry after 120 s, one request at a time."
+    )
+
+
+async def test_a_persistent_server_error_fails_after_one_retry(fake: FakeGitHub) -> None:
+    fake.fail(r"/issues/2$", 503, times=5)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert text_of(result) == "GitHub failed on issue acme/widgets#2 (HTTP 503). Retry in a minute."
+    assert fake.count() == 2

@@ -1,0 +1,30 @@
+"""Search against the fake: code, repositories, users, paged by cursor."""
+
+from __future__ import annotations
+
+from fake_github import FakeGitHub, server_for
+from fastmcp import Client
+
+
+async def test_code_search_finds_files_and_private_repositories_stay_hidden_anonymously(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        signed_in = (await client.call_tool("search_code", {"query": "api_key"})).structured_content
+    async with Client(server_for(fake, token=None)) as client:
+        anonymous = (await client.call_tool("search_code", {"query": "api_key"})).structured_content
+    assert [(i["repo"], i["path"]) for i in signed_in["items"]] == [("acme/secret", ".env")]
+    assert anonymous["items"] == []
+
+
+async def test_repository_and_user_search_page_by_cursor(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        repos = (await client.call_tool("search_repositories", {"query": "acme", "limit": 2})).structured_content
+        rest = (
+            await client.call_tool("search_repositories", {"query": "acme", "limit": 2, "cursor": repos["next_cursor"]})
+        ).structured_content
+        users = (await client.call_tool("search_users", {"query": "o"})).structured_content
+    names = [r["repo"] for r in repos["items"] + rest["items"]]
+    assert sorted(names) == ["acme/locked", "acme/secret", "acme/widgets"]
+    assert repos["items"][0]["stars"] == 42
+    assert [u["login"] for u in users["items"]] == ["octocat", "bob", "mallory", "dependabot[bot]"]
+    assert fake.requests[1].query["q"] == "acme"
+    assert fake.requests[1].query["page"] == "2"

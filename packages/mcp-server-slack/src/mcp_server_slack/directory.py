@@ -1,0 +1,390 @@
+"""Users and channels by ID and by name: a cache with a TTL and a size cap, warmed lazily, a page at a time.
+
+Nothing is fetched at start-up: the first tool call that needs a name fetches users.list / conversations.list
+pages until the names it needs are known (at most `warm_pages` pages per call, so a huge workspace costs one
+call a bounded wait, and the next call goes on from where the last stopped). Names are batched: a page of
+a hundred messages from thirty people costs the users.list pages that hold them, never a call per message.
+When the TTL runs out everything is fetched afresh, so renames show up.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server_core import InvalidArgument, NotFound, ToolFailure, did_you_mean
+from mcp_server_core.untrusted import strip_invisible
+
+from mcp_server_slack.api import MissingScope, SlackApi
+
+__all__ = ["Channel", "Directory", "User"]
+
+logger = logging.getLogger(__name__)
+
+CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
+USER_ID = re.compile(r"^[UW][A-Z0-9]{6,}$")
+_CHANNEL_LINK = re.compile(r"^<#([CGD][A-Z0-9]+)(?:\|[^>]*)?>$")
+_USER_LINK = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$")
+
+ALL_TYPES = ("public_channel", "private_channel", "mpim", "im")
+# What conversations.list answers missing_scope with for each type, so the listing can go on without it.
+_SCOPE_OF_TYPE = {"channels:read": "public_channel", "groups:read": "private_channel", "mpim:read": "mpim"}
+_SCOPE_OF_TYPE["im:read"] = "im"
+
+RELIST_AFTER_S = 30.0
+"""A name missing from a complete channel listing this old makes the directory list channels again."""
+
+INFO_LOOKUPS_PER_CALL = 10
+"""users.info calls one tool call may make for IDs a complete listing lacked (new or external people)."""
+
+
+def _plain(value: object, limit: int = 120) -> str:
+    """A name, title or topic someone typed: invisible characters out, one line, bounded length."""
+    text = " ".join(strip_invisible(str(value or ""))[0].split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    real_name: str = ""
+    display_name: str = ""
+    email: str | None = None
+    title: str = ""
+    tz: str | None = None
+    is_bot: bool = False
+    is_admin: bool = False
+    deleted: bool = False
+    status: str = ""
+
+    @property
+    def handle(self) -> str:
+        """What Slack shows after @: the display name, else the username."""
+        return self.display_name or self.name
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> User:
+        profile = data.get("profile") or {}
+        status = _plain(" ".join(p for p in (profile.get("status_emoji"), profile.get("status_text")) if p))
+        return cls(
+            id=str(data["id"]),
+            name=_plain(data.get("name") or data["id"]),
+            real_name=_plain(data.get("real_name") or profile.get("real_name")),
+            display_name=_plain(profile.get("display_name")),
+            email=profile.get("email"),
+            title=_plain(profile.get("title")),
+            tz=data.get("tz"),
+            is_bot=bool(data.get("is_bot")),
+            is_admin=bool(data.get("is_admin")),
+            deleted=bool(data.get("deleted")),
+            status=status,
+        )
+
+
+@dataclass(frozen=True)
+class Channel:
+    id: str
+    name: str
+    kind: str  # public, private, mpim, im
+    is_member: bool = False
+    is_archived: bool = False
+    topic: str = ""
+    purpose: str = ""
+    members: int | None = None
+    peer: str | None = None  # the other user of an IM
+    created: int | None = None
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Channel:
+        if data.get("is_im"):
+            kind = "im"
+        elif data.get("is_mpim"):
+            kind = "mpim"
+        elif data.get("is_private") or data.get("is_group"):
+            kind = "private"
+        else:
+            kind = "public"
+        return cls(
+            id=str(data["id"]),
+            name=_plain(data.get("name") or data.get("user") or data["id"]),
+            kind=kind,
+            is_member=bool(data.get("is_member", kind == "im")),
+            is_archived=bool(data.get("is_archived")),
+            topic=_plain((data.get("topic") or {}).get("value"), 300),
+            purpose=_plain((data.get("purpose") or {}).get("value"), 300),
+            members=data.get("num_members"),
+            peer=data.get("user"),
+            created=data.get("created"),
+        )
+
+
+class _Cache:
+    """An insertion-ordered, size-capped map with one expiry for the whole listing it came from."""
+
+    def __init__(self, ttl_s: float, max_items: int) -> None:
+        self.ttl_s = ttl_s
+        self.max_items = max_items
+        self.items: OrderedDict[str, Any] = OrderedDict()
+        self.cursor: str | None = None
+        self.complete = False
+        self.overflowed = False
+        self.started = 0.0
+
+    def expire(self) -> None:
+        if self.started and time.monotonic() - self.started > self.ttl_s:
+            self.items.clear()
+            self.cursor, self.complete, self.overflowed, self.started = None, False, False, 0.0
+
+    def put(self, key: str, value: Any) -> bool:
+        """Store; True if the key is new."""
+        if not self.started:
+            self.started = time.monotonic()
+        new = key not in self.items
+        self.items[key] = value
+        self.items.move_to_end(key)
+        while len(self.items) > self.max_items:
+            self.items.popitem(last=False)
+            self.overflowed = True  # a complete listing no longer fits: misses are looked up one by one
+        return new
+
+
+class Directory:
+    """Who and where: the names tools print and the IDs tools need, shared by every tool and resource."""
+
+    def __init__(
+        self,
+        api: SlackApi,
+        *,
+        ttl_s: float = 600.0,
+        max_items: int = 20_000,
+        page_size: int = 200,
+        warm_pages: int = 10,
+        on_new_channels: Callable[[list[Channel]], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.page_size = page_size
+        self.warm_pages = warm_pages
+        self.on_new_channels = on_new_channels
+        self._users = _Cache(ttl_s, max_items)
+        self._channels = _Cache(ttl_s, max_items)
+        self._types: list[str] = list(ALL_TYPES)
+        self._listed_at = 0.0
+        self._lock = threading.RLock()
+
+    # --- users -----------------------------------------------------------------------------------------------
+
+    def users(self, ids: Iterable[str], *, lookups: int = INFO_LOOKUPS_PER_CALL) -> dict[str, User]:
+        """The users among `ids` that can be named; best effort, so a listing failure leaves IDs unnamed."""
+        wanted = {i for i in ids if i and USER_ID.match(i)}
+        with self._lock:
+            self._users.expire()
+            found = {i: self._users.items[i] for i in wanted if i in self._users.items}
+            missing = wanted - set(found)
+            try:
+                pages = 0
+                while missing and not self._users.complete and not self._users.overflowed and pages < self.warm_pages:
+                    pages += 1
+                    # Taken from the page itself: in a workspace larger than the cache, the entries a call
+                    # needs may already have been evicted by the rest of the page.
+                    for user in self._users_page():
+                        if user.id in missing:
+                            found[user.id] = user
+                            missing.discard(user.id)
+                for user_id in sorted(missing)[:lookups]:
+                    found[user_id] = self.user_by_id(user_id)
+            except ToolFailure as exc:
+                logger.info("names of %d user(s) left unresolved: %s", len(missing), exc)
+        return found
+
+    def user_by_id(self, user_id: str) -> User:
+        with self._lock:
+            self._users.expire()
+            if user_id in self._users.items:
+                cached: User = self._users.items[user_id]
+                return cached
+            user = User.from_api(self.api.call("users.info", user=user_id)["user"])
+            self._users.put(user.id, user)
+            return user
+
+    def all_users(self) -> tuple[list[User], bool]:
+        """Every user known after warming up to `warm_pages` more pages, and whether that is all of them."""
+        with self._lock:
+            self._users.expire()
+            pages = 0
+            while not self._users.complete and not self._users.overflowed and pages < self.warm_pages:
+                self._users_page()
+                pages += 1
+            return list(self._users.items.values()), self._users.complete and not self._users.overflowed
+
+    def find_user(self, query: str) -> User:
+        """A user by ID, <@ID>, email, @handle, username or real name."""
+        text = query.strip()
+        link = _USER_LINK.match(text)
+        if link:
+            text = link.group(1)
+        if USER_ID.match(text):
+            return self.user_by_id(text)
+        if "@" in text and not text.startswith("@"):
+            data = self.api.call("users.lookupByEmail", email=text)
+            user = User.from_api(data["user"])
+            with self._lock:
+                self._users.put(user.id, user)
+            return user
+        wanted = text.lstrip("@").casefold()
+        users, complete = self.all_users()
+        for match_on in ("name", "display_name", "real_name"):
+            for user in users:
+                if getattr(user, match_on).casefold() == wanted:
+                    return user
+        names = [u.name for u in users]
+        more = "" if complete else " Only part of a large workspace was searched; pass the user ID or email instead."
+        raise NotFound(
+            f"No user named {query!r}.{more}", hint=did_you_mean(wanted, names, noun="user") + " list_users searches."
+        )
+
+    def _users_page(self) -> list[User]:
+        data = self.api.call("users.list", limit=self.page_size, cursor=self._users.cursor)
+        users = [User.from_api(member) for member in data.get("members") or []]
+        for user in users:
+            self._users.put(user.id, user)
+        self._users.cursor = (data.get("response_metadata") or {}).get("next_cursor") or None
+        if self._users.cursor is None:
+            self._users.complete = True
+        return users
+
+    # --- channels --------------------------------------------------------------------------------------------
+
+    def channel_by_id(self, channel_id: str) -> Channel:
+        with self._lock:
+            self._channels.expire()
+            if channel_id in self._channels.items:
+                cached: Channel = self._channels.items[channel_id]
+                return cached
+        channel = Channel.from_api(self.api.call("conversations.info", channel=channel_id)["channel"])
+        self._remember([channel])
+        return channel
+
+    def channels(self, ids: Iterable[str]) -> dict[str, Channel]:
+        """Cached channels among `ids` (mentions are named from the cache only: no call per mention)."""
+        with self._lock:
+            return {i: self._channels.items[i] for i in ids if i in self._channels.items}
+
+    def all_channels(self) -> tuple[list[Channel], bool]:
+        """Every channel the token can list after up to `warm_pages` more pages, and whether that is all."""
+        pages = 0
+        while pages < self.warm_pages:
+            with self._lock:
+                self._channels.expire()
+                if self._channels.complete or self._channels.overflowed:
+                    break
+            self._channels_page()
+            pages += 1
+        with self._lock:
+            return list(self._channels.items.values()), self._channels.complete and not self._channels.overflowed
+
+    def find_channel(self, ref: str) -> Channel:
+        """A channel by ID, <#ID|name>, #name or name."""
+        text = ref.strip()
+        link = _CHANNEL_LINK.match(text)
+        if link:
+            text = link.group(1)
+        if CHANNEL_ID.match(text):
+            return self.channel_by_id(text)
+        name = text.lstrip("#").casefold()
+        if not name:
+            raise InvalidArgument("The channel is empty.", hint="Pass a channel ID (C0123ABCD) or a #name.")
+        with self._lock:
+            self._channels.expire()
+            for channel in self._channels.items.values():
+                if channel.name.casefold() == name:
+                    found: Channel = channel
+                    return found
+        channels, complete = self.all_channels()
+        if complete and not any(c.name.casefold() == name for c in channels) and self._may_relist():
+            # A channel created (or renamed) since the listing: list once more rather than wait out the TTL.
+            channels, complete = self.all_channels()
+        for channel in channels:
+            if channel.name.casefold() == name:
+                return channel
+        more = "" if complete else " Only part of a large workspace was listed; pass the channel ID instead."
+        raise NotFound(
+            f"No channel named {ref!r} that this token can see.{more}",
+            hint=did_you_mean(name, [c.name for c in channels if c.kind != "im"], noun="channel")
+            + " A private channel needs the app invited.",
+        )
+
+    def _may_relist(self) -> bool:
+        """Start the channel listing over, at most once per RELIST_AFTER_S; True if it was."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._listed_at < RELIST_AFTER_S:
+                return False
+            self._listed_at = now
+            self._channels.cursor, self._channels.complete = None, False
+            return True
+
+    def _channels_page(self) -> None:
+        with self._lock:
+            cursor = self._channels.cursor
+            types = list(self._types)
+        while True:
+            try:
+                data = self.api.call(
+                    "conversations.list",
+                    types=",".join(types),
+                    limit=self.page_size,
+                    cursor=cursor,
+                    exclude_archived=False,
+                )
+                break
+            except MissingScope as exc:
+                # A token without im:read (say) still lists the channels it may see: drop that type and go on.
+                needed = exc.needed
+                dropped = _SCOPE_OF_TYPE.get(needed)
+                if dropped is None or dropped not in types or len(types) == 1:
+                    raise
+                types.remove(dropped)
+                logger.info("listing channels without %s: the token lacks %s", dropped, needed)
+        channels = [Channel.from_api(c) for c in data.get("channels") or []]
+        next_cursor = (data.get("response_metadata") or {}).get("next_cursor") or None
+        with self._lock:
+            self._types = types
+            self._channels.cursor = next_cursor
+            if next_cursor is None:
+                self._channels.complete = True
+                self._listed_at = time.monotonic()
+        self._remember(channels)
+
+    def _remember(self, channels: list[Channel]) -> None:
+        with self._lock:
+            self._channels.expire()
+            new = [c for c in channels if self._channels.put(c.id, c)]
+        if new and self.on_new_channels is not None:
+            self.on_new_channels(new)
+
+    def seen_channels(self) -> list[Channel]:
+        with self._lock:
+            return list(self._channels.items.values())
+
+    # --- labels ----------------------------------------------------------------------------------------------
+
+    def label(self, channel: Channel, users: dict[str, User] | None = None) -> str:
+        """#general, or "DM with @alice" for an IM."""
+        if channel.kind == "im":
+            peer = (users or {}).get(channel.peer or "") or self._cached_user(channel.peer)
+            return f"DM with @{peer.handle}" if peer else f"DM {channel.id}"
+        if channel.kind == "mpim":
+            return f"group DM {channel.name}"
+        return f"#{channel.name}"
+
+    def _cached_user(self, user_id: str | None) -> User | None:
+        with self._lock:
+            cached: User | None = self._users.items.get(user_id or "")
+            return cached

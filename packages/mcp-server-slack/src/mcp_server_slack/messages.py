@@ -1,0 +1,153 @@
+"""Slack messages as a model should read them: named, timed, and fenced as someone else's words.
+
+A page of raw messages becomes records (the structured content) and a compact text in which every message's
+text sits in a fence labelled with its channel and author, invisible characters removed and counted. All the
+names a page needs are fetched in one batch before any message is converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from mcp_server_core import Rendered, take_within_budget
+from mcp_server_core.untrusted import Cleaned, clean, fence
+
+from mcp_server_slack.directory import Directory, User
+from mcp_server_slack.formatting import mentioned_ids, render_mrkdwn, ts_to_iso
+
+__all__ = ["MessagePage", "page_text", "render_message", "to_records"]
+
+TEXT_BUDGET = 20_000
+"""Bytes of text one page of messages carries (a hundred short fenced messages fit); the rest is left to the
+cursor, never silently dropped."""
+
+
+def _raw_text(raw: dict[str, Any]) -> str:
+    text = str(raw.get("text") or "")
+    for attachment in raw.get("attachments") or []:
+        extra = attachment.get("text") or attachment.get("fallback")
+        if extra and extra not in text:
+            text = f"{text}\n{extra}" if text else str(extra)
+    return text
+
+
+def to_records(
+    raws: list[dict[str, Any]], directory: Directory, *, channel_label: str | None = None
+) -> list[dict[str, Any]]:
+    """Records for a page of raw messages; every name resolved in one batch (cache, then users.list pages)."""
+    texts = [_raw_text(raw) for raw in raws]
+    mentioned_users, mentioned_channels = mentioned_ids(texts)
+    authors = {str(raw["user"]) for raw in raws if raw.get("user")}
+    users = directory.users(authors | mentioned_users)
+    channels = directory.channels(mentioned_channels)
+
+    def user_name(user_id: str) -> str | None:
+        user = users.get(user_id)
+        return user.handle if user else None
+
+    def channel_name(channel_id: str) -> str | None:
+        channel = channels.get(channel_id)
+        return channel.name if channel else None
+
+    records = []
+    for raw, text in zip(raws, texts, strict=True):
+        plain = render_mrkdwn(text, user_name=user_name, channel_name=channel_name)
+        cleaned = clean(plain, markup=False)  # Slack renders no HTML: a literal "<div>" someone typed stays
+        record: dict[str, Any] = {"ts": str(raw.get("ts") or ""), "time": ts_to_iso(raw.get("ts"))}
+        record.update(_author(raw, users))
+        record["text"] = cleaned.text
+        if cleaned.removed_invisible:
+            record["hidden_chars"] = cleaned.removed_invisible
+        thread_ts = raw.get("thread_ts")
+        if thread_ts:
+            record["thread_ts"] = str(thread_ts)
+        if raw.get("reply_count"):
+            record["replies"] = int(raw["reply_count"])
+        reactions = [
+            f":{r.get('name')}: {r.get('count', len(r.get('users') or []))}" for r in raw.get("reactions") or []
+        ]
+        if reactions:
+            record["reactions"] = reactions
+        files = [str(f.get("name") or f.get("title") or f.get("id")) for f in raw.get("files") or []]
+        if files:
+            record["files"] = files
+        if raw.get("edited"):
+            record["edited"] = True
+        subtype = raw.get("subtype")
+        if subtype and subtype not in ("bot_message", "thread_broadcast"):
+            record["subtype"] = str(subtype)
+        channel = raw.get("channel")
+        if isinstance(channel, dict):
+            record["channel"] = f"#{channel.get('name')}" if channel.get("name") else str(channel.get("id"))
+        elif channel_label:
+            record["channel"] = channel_label
+        if raw.get("permalink"):
+            record["permalink"] = str(raw["permalink"])
+        records.append(record)
+    return records
+
+
+def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
+    user_id = raw.get("user")
+    user = users.get(str(user_id)) if user_id else None
+    if user is not None:
+        found: dict[str, Any] = {"user": user.id, "author": f"@{user.handle}"}
+        if user.is_bot:
+            found["bot"] = True
+        return found
+    bot_name = (raw.get("bot_profile") or {}).get("name") or raw.get("username")
+    if raw.get("bot_id") or raw.get("subtype") == "bot_message":
+        return {
+            "user": str(user_id or raw.get("bot_id") or ""),
+            "author": str(bot_name or raw.get("bot_id")),
+            "bot": True,
+        }
+    return {"user": str(user_id or ""), "author": str(user_id or "unknown")}
+
+
+def render_message(record: dict[str, Any]) -> str:
+    # The channel is named once, in the fence's label: the head line stays short on a page of a hundred.
+    head = [record.get("time") or "?", f"ts={record['ts']}", record["author"]]
+    thread_ts = record.get("thread_ts")
+    if record.get("replies"):
+        head.append(f"thread of {record['replies']} replies")
+    elif thread_ts and thread_ts != record["ts"]:
+        head.append(f"in thread {thread_ts}")
+    if record.get("reactions"):
+        head.append(" ".join(record["reactions"]))
+    if record.get("files"):
+        head.append("files: " + ", ".join(record["files"]))
+    for flag in ("edited", "subtype"):
+        if record.get(flag):
+            head.append("edited" if flag == "edited" else f"[{record[flag]}]")
+    if record.get("permalink"):
+        head.append(str(record["permalink"]))
+    body = Cleaned(record["text"], int(record.get("hidden_chars", 0)), 0)
+    where = f"message in {record['channel']}" if record.get("channel") else "message"
+    fenced = fence(body, what=where, author=record["author"], role="bot" if record.get("bot") else None)
+    return " · ".join(head) + "\n" + fenced
+
+
+def fit(records: list[dict[str, Any]], budget: int = TEXT_BUDGET) -> int:
+    """How many leading records fit in the text budget (at least one, so a page always makes progress)."""
+    return take_within_budget(records, lambda record: len(render_message(record).encode()) + 1, budget)
+
+
+def page_text(header: str, records: Iterable[dict[str, Any]], next_cursor: str | None, note: str | None) -> str:
+    lines = [header, *(render_message(r) for r in records)]
+    if note:
+        lines.append(note)
+    if next_cursor:
+        lines.append(f"next_cursor={next_cursor}")
+    return "\n".join(lines)
+
+
+class MessagePage(Rendered):
+    source: str
+    messages: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+    def render(self) -> str:
+        header = f"{self.source}: {len(self.messages)} message(s)" if self.messages else f"{self.source}: none."
+        return page_text(header, self.messages, self.next_cursor, None)

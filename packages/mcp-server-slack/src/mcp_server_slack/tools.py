@@ -1,0 +1,469 @@
+"""The tools: read channels, messages, threads, people and search; post and react only where allowed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any, Self
+
+from mcp_server_core import (
+    InvalidArgument,
+    NotFound,
+    Refused,
+    Rendered,
+    Toolset,
+    decode_cursor,
+    encode_cursor,
+)
+from mcp_server_core.untrusted import fence
+from pydantic import Field, PrivateAttr
+
+from mcp_server_slack.api import SlackApi
+from mcp_server_slack.directory import CHANNEL_ID, USER_ID, Channel, Directory, User
+from mcp_server_slack.formatting import BROADCAST, parse_time, ts_to_iso
+from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, to_records
+
+__all__ = ["WritePolicy", "read_toolset", "write_toolset"]
+
+logger = logging.getLogger(__name__)
+
+# Lean schemas on purpose: tools/list is paid for in every conversation (budget 3,000 bytes, reads only).
+ChannelRef = Annotated[str, Field(description="ID or #name", max_length=200)]
+Ts = Annotated[str, Field(pattern=r"^\d{9,11}\.\d{1,6}$")]
+When = Annotated[str | None, Field(max_length=40)]
+"""A Slack ts, an ISO date or time, or a span back from now (2h, 7d): the tool's description says so once."""
+Page = Annotated[str | None, Field(max_length=4096)]
+"""The family's opaque cursor (next_cursor in, next_cursor out), without re-explaining it in every tool."""
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+def _channel_line(c: dict[str, Any]) -> str:
+    flags = [c["kind"]]
+    if c.get("is_member"):
+        flags.append("member")
+    if c.get("is_archived"):
+        flags.append("archived")
+    if c.get("members") is not None:
+        flags.append(f"{c['members']} members")
+    return f"{c['id']} {c['label']} ({', '.join(flags)})"
+
+
+def _channel_dict(channel: Channel, directory: Directory) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "id": channel.id,
+        "label": directory.label(channel),
+        "kind": channel.kind,
+        "is_member": channel.is_member,
+    }
+    for key in ("is_archived", "members", "topic", "purpose"):
+        value = getattr(channel, key)
+        if value not in (None, "", False):
+            found[key] = value
+    if channel.created:
+        found["created"] = ts_to_iso(channel.created)
+    return found
+
+
+DETAIL_UP_TO = 5
+"""A listing this short is a lookup: it shows each channel's topic and purpose too."""
+
+
+class _Noted(Rendered):
+    # A note for the reader of the text only (a directory still loading): kept out of the outputSchema, whose
+    # every byte is paid in each conversation.
+    _note: str | None = PrivateAttr(None)
+
+    def noted(self, note: str | None) -> Self:
+        self._note = note
+        return self
+
+    @property
+    def note(self) -> str | None:
+        return self._note
+
+
+class ChannelList(_Noted):
+    channels: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+    def render(self) -> str:
+        lines = []
+        for c in self.channels:
+            lines.append(_channel_line(c))
+            if len(self.channels) <= DETAIL_UP_TO:
+                if c.get("created"):
+                    lines.append(f"  created {c['created']}")
+                about = "\n".join(f"{key}: {c[key]}" for key in ("topic", "purpose") if c.get(key))
+                if about:  # anyone in the channel can set these: someone else's words, like a message
+                    lines.append(fence(about, what=f"topic and purpose of {c['label']}"))
+        lines = lines or ["No channel matches."]
+        lines += [self.note] if self.note else []
+        lines += [f"next_cursor={self.next_cursor}"] if self.next_cursor else []
+        return "\n".join(lines)
+
+
+def _user_dict(user: User, *, full: bool = False) -> dict[str, Any]:
+    found: dict[str, Any] = {"id": user.id, "handle": user.handle, "name": user.name}
+    keys = ["real_name", "title", "email", "is_bot", "deleted"]
+    if full:
+        keys += ["display_name", "tz", "is_admin", "status"]
+    for key in keys:
+        value = getattr(user, key)
+        if value not in (None, "", False):
+            found[key] = value
+    return found
+
+
+def _user_line(u: dict[str, Any]) -> str:
+    parts = [u["id"], f"@{u['handle']}"]
+    parts += [str(u[key]) for key in ("real_name", "title", "email", "tz", "status") if u.get(key)]
+    flags = (("is_bot", "[bot]"), ("is_admin", "[admin]"), ("deleted", "[deactivated]"))
+    parts += [label for key, label in flags if u.get(key)]
+    return " · ".join(parts)
+
+
+def _matching(users: list[User], query: str | None) -> list[User]:
+    wanted = query.strip().lstrip("@").casefold() if query else None
+    if wanted is None:
+        return list(users)
+    return [
+        u
+        for u in users
+        if any(wanted in (v or "").casefold() for v in (u.id, u.name, u.real_name, u.display_name, u.email))
+    ]
+
+
+def _exact_user(directory: Directory, query: str) -> User | None:
+    """The one user an ID, <@ID>, email or exact @handle names; None when the query is a search."""
+    text = query.strip()
+    if USER_ID.match(text) or text.startswith("<@") or ("@" in text and not text.startswith("@")):
+        return directory.find_user(text)
+    try:
+        return directory.find_user(text) if text.startswith("@") else None
+    except NotFound:
+        return None
+
+
+class UserList(_Noted):
+    users: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+    def render(self) -> str:
+        lines = [_user_line(u) for u in self.users] or ["No user matches."]
+        lines += [self.note] if self.note else []
+        lines += [f"next_cursor={self.next_cursor}"] if self.next_cursor else []
+        return "\n".join(lines)
+
+
+class Posted(Rendered):
+    channel: str
+    ts: str
+    thread_ts: str | None = None
+
+    def render(self) -> str:
+        where = f"in thread {self.thread_ts} of " if self.thread_ts else "to "
+        return f"Posted {where}{self.channel}: ts={self.ts} ({ts_to_iso(self.ts)})"
+
+
+class Reacted(Rendered):
+    channel: str
+    ts: str
+    emoji: str
+    already: bool = False
+
+    def render(self) -> str:
+        if self.already:
+            return f":{self.emoji}: was already on {self.ts} in {self.channel}."
+        return f"Added :{self.emoji}: to {self.ts} in {self.channel}."
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _offset(cursor: str | None, scope: str) -> int:
+    return int(decode_cursor(cursor, scope=scope).get("o", 0)) if cursor else 0
+
+
+def _next_offset(offset: int, shown: int, total: int, scope: str) -> str | None:
+    return encode_cursor({"o": offset + shown}, scope=scope) if offset + shown < total else None
+
+
+def _partial(complete: bool, noun: str, count: int) -> str | None:
+    if complete:
+        return None
+    return f"Directory still loading: {count:,} {noun} seen so far; call again to see more of a large workspace."
+
+
+# --- the read tools --------------------------------------------------------------------------------------
+
+
+class Permalinks:
+    """Message links, as chat.getPermalink gives them, for a whole page at the cost of one call per server.
+
+    The first link Slack returns shows this workspace's link host (a workspace or Enterprise Grid domain); the
+    rest follow Slack's own pattern, /archives/<channel>/p<ts without the dot>, plus thread_ts for a reply.
+    """
+
+    def __init__(self, api: SlackApi) -> None:
+        self.api = api
+        self._prefix: str | None = None
+
+    def link(self, channel_id: str, ts: str, thread_ts: str | None = None) -> str:
+        if self._prefix is None:
+            permalink = str(self.api.call("chat.getPermalink", channel=channel_id, message_ts=ts).get("permalink"))
+            head, marker, _ = permalink.partition("/archives/")
+            if not marker:
+                return permalink
+            self._prefix = head
+        link = f"{self._prefix}/archives/{channel_id}/p{ts.replace('.', '')}"
+        if thread_ts and thread_ts != ts:
+            link += f"?thread_ts={thread_ts}&cid={channel_id}"
+        return link
+
+
+def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
+    toolset = Toolset("read", "Channels, messages, threads, people and search")
+    links = Permalinks(api)
+
+    @toolset.tool(title="List channels", read_only=True, open_world=True)
+    def list_channels(
+        query: Annotated[str | None, Field(max_length=80)] = None,
+        member_only: bool = False,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+        cursor: Page = None,
+    ) -> ChannelList:
+        """Use to find channels and DMs by name: IDs, topic, purpose."""
+        scope = json.dumps([query, member_only])
+        offset = _offset(cursor, scope)
+        channels, complete = directory.all_channels()
+        wanted = query.lstrip("#@").casefold() if query else None
+        if wanted is not None:  # a DM is found by its person's name: one batch of names for all of them
+            directory.users(c.peer for c in channels if c.peer)
+
+        def matches(c: Channel) -> bool:
+            return wanted is None or wanted in c.name.casefold() or wanted in directory.label(c).casefold()
+
+        chosen = [c for c in channels if (c.is_member or not member_only) and matches(c)]
+        chosen.sort(key=lambda c: (c.is_archived, c.kind == "im", c.name.casefold()))
+        page = chosen[offset : offset + limit]
+        if any(c.kind == "im" for c in page):
+            directory.users(c.peer for c in page if c.peer)  # one batch, so DMs read "DM with @alice"
+        return ChannelList(
+            channels=[_channel_dict(c, directory) for c in page],
+            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
+        ).noted(_partial(complete, "channels", len(channels)))
+
+    @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
+    def read_messages(
+        channel: ChannelRef,
+        thread_ts: Annotated[str | None, Field(pattern=r"^\d+\.\d+$")] = None,
+        oldest: When = None,
+        latest: When = None,
+        permalinks: bool = False,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+        cursor: Page = None,
+    ) -> MessagePage:
+        """Use to read a channel (newest first) or a thread; oldest/latest take a ts, ISO time or 2h/7d."""
+        found = directory.find_channel(channel)
+        scope = json.dumps([found.id, thread_ts, oldest, latest])
+        position = decode_cursor(cursor, scope=scope) if cursor else {}
+        bounds = {
+            "oldest": position.get("oldest") or (parse_time(oldest) if oldest else None),
+            "latest": position.get("latest") or (parse_time(latest) if latest else None),
+        }
+        if bounds["oldest"] and bounds["latest"] and float(bounds["oldest"]) > float(bounds["latest"]):
+            raise InvalidArgument("oldest is after latest.", hint="Swap them: oldest is the earlier time.")
+        common: dict[str, Any] = {"channel": found.id, "limit": limit, "cursor": position.get("c"), **bounds}
+        if thread_ts:
+            data = api.call("conversations.replies", ts=thread_ts, **common)
+        else:
+            data = api.call("conversations.history", **common)
+        raws = list(data.get("messages") or [])
+        if thread_ts and cursor:  # Slack repeats the thread's first message on every page: show it once
+            raws = [r for r in raws if r.get("ts") != thread_ts]
+        if found.peer:  # a DM is labelled by the other person: their name joins the page's one batch
+            directory.users([found.peer, *(str(r["user"]) for r in raws if r.get("user"))])
+        label = directory.label(found)
+        records = to_records(raws, directory, channel_label=label)
+        if permalinks:
+            for record in records:
+                record["permalink"] = links.link(found.id, record["ts"], record.get("thread_ts"))
+        shown = fit(records)
+        next_slack = (data.get("response_metadata") or {}).get("next_cursor") or None
+        next_position: dict[str, Any] | None = None
+        if shown < len(records):
+            # Cut for the text budget: go on from the last message shown (history is newest first, threads
+            # oldest first), so nothing between two pages is skipped.
+            last = records[shown - 1]["ts"]
+            next_position = {**bounds, "oldest": last} if thread_ts else {**bounds, "latest": last}
+        elif next_slack and data.get("has_more", True):
+            # The bounds ride along: "2h" means two hours before the first page, not before each page.
+            next_position = {"c": next_slack, **bounds}
+        where = f"thread {thread_ts} in {label} ({found.id}), oldest first" if thread_ts else f"{label} ({found.id})"
+        return MessagePage(
+            source=where if thread_ts else f"{where}, newest first",
+            messages=records[:shown],
+            next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
+        )
+
+    @toolset.tool(title="Find users", read_only=True, open_world=True)
+    def list_users(
+        query: Annotated[str | None, Field(max_length=200)] = None,
+        channel: Annotated[str | None, Field(max_length=200)] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+        cursor: Page = None,
+    ) -> UserList:
+        """Use to find people by ID, name or email, or a channel's members."""
+        scope = json.dumps([query, channel])
+        if channel:
+            return _members(directory, channel, query, limit, cursor)
+        offset = _offset(cursor, scope)
+        exact = _exact_user(directory, query) if query and not cursor else None
+        if exact is not None:
+            return UserList(users=[_user_dict(exact, full=True)])
+        users, complete = directory.all_users()
+        chosen = sorted(_matching(users, query), key=lambda u: (u.deleted, u.is_bot, u.handle.casefold()))
+        page = chosen[offset : offset + limit]
+        return UserList(
+            users=[_user_dict(u, full=len(chosen) == 1) for u in page],
+            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
+        ).noted(_partial(complete, "users", len(users)))
+
+    def _members(directory: Directory, channel: str, query: str | None, limit: int, cursor: str | None) -> UserList:
+        found = directory.find_channel(channel)
+        scope = json.dumps([query, found.id])
+        slack_cursor = decode_cursor(cursor, scope=scope)["c"] if cursor else None
+        data = api.call("conversations.members", channel=found.id, limit=limit, cursor=slack_cursor)
+        ids = [str(i) for i in data.get("members") or []]
+        users = directory.users(ids, lookups=limit)
+        known = [users[i] for i in ids if i in users]
+        members = [_user_dict(u) for u in _matching(known, query)]
+        if not query:
+            members += [{"id": i, "handle": i, "name": i} for i in ids if i not in users]
+        next_slack = (data.get("response_metadata") or {}).get("next_cursor") or None
+        return UserList(
+            users=members,
+            next_cursor=encode_cursor({"c": next_slack}, scope=scope) if next_slack else None,
+        ).noted(f"Members of {directory.label(found)} ({found.id}).")
+
+    @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
+    def search_messages(
+        query: Annotated[str, Field(description="e.g. deploy in:#ops from:@ana", max_length=400)],
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        cursor: Page = None,
+    ) -> MessagePage:
+        """Use to search messages across channels (needs a user token)."""
+        api.token_kind("search.messages")  # fails at once, with the fix, when only a bot token is set
+        scope = json.dumps([query, limit])
+        position = decode_cursor(cursor, scope=scope) if cursor else {"page": 1, "skip": 0}
+        page, skip = int(position["page"]), int(position.get("skip", 0))
+        data = api.call("search.messages", query=query, count=limit, page=page, highlight=False)
+        found = data.get("messages") or {}
+        raws = list(found.get("matches") or [])[skip:]
+        records = to_records(raws, directory)
+        shown = fit(records)
+        paging = found.get("paging") or {}
+        if shown < len(records):
+            next_position: dict[str, int] | None = {"page": page, "skip": skip + shown}
+        elif page < int(paging.get("pages") or 0):
+            next_position = {"page": page + 1, "skip": 0}
+        else:
+            next_position = None
+        total = paging.get("total", found.get("total"))
+        return MessagePage(
+            source=f"Search {query!r}: {total} match(es) in all" if total is not None else f"Search {query!r}",
+            messages=records[:shown],
+            next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
+        )
+
+    return toolset
+
+
+# --- the write tools -------------------------------------------------------------------------------------
+
+
+class WritePolicy:
+    """Where writes may go (channel IDs, names resolved to IDs at each check) and what a post may say."""
+
+    def __init__(self, directory: Directory, allowed: list[str], *, allow_broadcast: bool) -> None:
+        self.directory = directory
+        self.allowed = allowed
+        self.allow_broadcast = allow_broadcast
+
+    def allowed_ids(self) -> set[str]:
+        ids = set()
+        for ref in self.allowed:
+            if CHANNEL_ID.match(ref):
+                ids.add(ref)
+                continue
+            try:
+                ids.add(self.directory.find_channel(ref).id)
+            except NotFound as exc:  # a name in the allow-list that no longer exists allows nothing
+                logger.warning("write channel %r cannot be resolved: %s", ref, exc)
+        return ids
+
+    def check_channel(self, ref: str) -> Channel:
+        channel = self.directory.find_channel(ref)
+        if channel.id not in self.allowed_ids():
+            raise Refused(
+                f"Writing to {self.directory.label(channel)} ({channel.id}) is not allowed by this server.",
+                hint=f"It may write only to: {', '.join(self.allowed)} (set with --write-channels).",
+            )
+        return channel
+
+    def check_text(self, text: str) -> None:
+        found = BROADCAST.search(text)
+        if found and not self.allow_broadcast:
+            raise Refused(
+                f"The message mentions @{found.group(1).lower()}, which notifies everyone in the channel.",
+                hint="Remove the mention; the server allows it only when started with --allow-broadcast.",
+            )
+
+
+MessageText = Annotated[str, Field(description="mrkdwn text", min_length=1, max_length=40_000)]
+
+
+def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> Toolset:
+    toolset = Toolset("write", "Post messages and reactions to allowed channels")
+
+    def post(channel: str, text: str, thread_ts: str | None, broadcast: bool = False) -> Posted:
+        policy.check_text(text)
+        found = policy.check_channel(channel)
+        data = api.call(
+            "chat.postMessage",
+            json_body=True,
+            channel=found.id,
+            text=text,
+            thread_ts=thread_ts,
+            reply_broadcast=True if broadcast else None,
+            # A posted link must not make Slack fetch it: a preview request can carry data out to its host.
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        return Posted(channel=f"{directory.label(found)} ({found.id})", ts=str(data.get("ts")), thread_ts=thread_ts)
+
+    @toolset.tool(title="Post message", read_only=False, open_world=True)
+    def post_message(channel: ChannelRef, text: MessageText) -> Posted:
+        """Use to post a message to an allowed channel (link previews off)."""
+        return post(channel, text, None)
+
+    @toolset.tool(title="Reply in thread", read_only=False, open_world=True)
+    def reply_to_thread(channel: ChannelRef, thread_ts: Ts, text: MessageText, also_to_channel: bool = False) -> Posted:
+        """Use to reply in a thread in an allowed channel."""
+        return post(channel, text, thread_ts, also_to_channel)
+
+    @toolset.tool(title="Add reaction", read_only=False, open_world=True, idempotent=True)
+    def add_reaction(
+        channel: ChannelRef,
+        ts: Ts,
+        emoji: Annotated[str, Field(description="emoji name, e.g. thumbsup", pattern=r"^:?[a-z0-9_+\-']+:?$")],
+    ) -> Reacted:
+        """Use to add an emoji reaction to a message in an allowed channel."""
+        found = policy.check_channel(channel)
+        name = emoji.strip(":")
+        data = api.call("reactions.add", channel=found.id, timestamp=ts, name=name, tolerate={"already_reacted"})
+        return Reacted(channel=directory.label(found), ts=ts, emoji=name, already=not data.get("ok", True))
+
+    return toolset

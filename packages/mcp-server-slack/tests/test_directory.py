@@ -1,0 +1,103 @@
+"""Names come from a lazily warmed, bounded cache: a page of messages costs its history call, not one per message."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from fake_slack import FakeSlack, make_server
+from fastmcp import Client
+
+
+def _methods(fake: FakeSlack) -> Counter[str]:
+    return Counter(r.method for r in fake.requests)
+
+
+async def _read_busy(client: Client[Any]) -> dict[str, Any]:
+    result = await client.call_tool("read_messages", {"channel": "C0BUSY000", "limit": 100})
+    return result.structured_content or {}
+
+
+async def test_a_page_of_100_messages_from_30_people_costs_three_calls_cold_and_one_warm(fake: FakeSlack) -> None:
+    async with Client(make_server(fake)) as client:
+        cold = await _read_busy(client)
+        cold_calls = _methods(fake)
+        fake.reset_requests()
+        warm = await _read_busy(client)
+        warm_calls = _methods(fake)
+    assert len(cold["messages"]) == 100
+    assert len({m["user"] for m in cold["messages"]}) == 30
+    assert all(m["author"].startswith("@user0") for m in cold["messages"])
+    assert cold_calls == {"conversations.history": 1, "conversations.info": 1, "users.list": 1}
+    assert warm_calls == {"conversations.history": 1}
+    assert warm["messages"] == cold["messages"]
+
+
+async def test_names_expire_with_the_ttl(fake: FakeSlack) -> None:
+    async with Client(make_server(fake, cache_ttl_s=0.2)) as client:
+        await _read_busy(client)
+        fake.users[5]["profile"]["display_name"] = "renamed"  # U00000001, the author of every 30th message
+        await asyncio.sleep(0.3)
+        fake.reset_requests()
+        page = await _read_busy(client)
+    assert _methods(fake) == {"conversations.history": 1, "conversations.info": 1, "users.list": 1}
+    assert "@renamed" in {m["author"] for m in page["messages"]}
+
+
+async def test_the_cache_stays_within_its_cap_and_still_names_the_page(fake: FakeSlack) -> None:
+    server = make_server(fake, max_cached=100)
+    async with Client(server) as client:
+        page = await _read_busy(client)
+        listed = await client.call_tool("list_users", {"limit": 500})
+    assert all(m["author"].startswith("@user0") for m in page["messages"])
+    assert len(server.directory._users.items) <= 100
+    assert "Directory still loading" in "".join(getattr(b, "text", "") for b in listed.content)
+
+
+async def test_a_mention_of_someone_outside_the_listing_is_looked_up_once(fake: FakeSlack) -> None:
+    fake.messages["C0RANDOM0"] = [
+        {"type": "message", "user": "U0BOB0000", "text": "ask <@W0EXTERNAL>", "ts": "1712345001.000000"},
+        {"type": "message", "user": "U0BOB0000", "text": "or <@W0EXTERNAL> again", "ts": "1712345000.000000"},
+    ]
+    fake.users.append({"id": "W0EXTERNAL", "name": "ext", "real_name": "Ext Ernal", "profile": {"display_name": "ext"}})
+    fake.unlisted.add("W0EXTERNAL")
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool("read_messages", {"channel": "C0RANDOM0"})
+    texts = [m["text"] for m in (result.structured_content or {})["messages"]]
+    assert texts == ["ask @ext", "or @ext again"]
+    assert _methods(fake)["users.list"] == 2  # the whole listing, then
+    assert fake.requests_of("users.info")[0].params["user"] == "W0EXTERNAL"  # one lookup, not one per mention
+    assert fake.calls("users.info") == 1
+
+
+async def test_a_channel_created_after_the_listing_is_found_by_name(fake: FakeSlack) -> None:
+    from mcp_server_slack import directory as directory_module
+
+    server = make_server(fake)
+    async with Client(server) as client:
+        await client.call_tool("list_channels", {})
+        fake.add_channel("C0LATER00", "created-later")
+        soon = await client.call_tool_mcp("read_messages", {"channel": "#created-later"})
+        assert soon.is_error  # listed moments ago: a typo must not relist a huge workspace each time
+        server.directory._listed_at -= directory_module.RELIST_AFTER_S
+        later = await client.call_tool_mcp("read_messages", {"channel": "#created-later"})
+    assert not later.is_error
+    assert fake.calls("conversations.list") == 4  # two pages, then two pages again
+
+
+async def test_concurrent_cold_reads_warm_the_names_once(fake: FakeSlack) -> None:
+    async with Client(make_server(fake)) as client:
+        pages = await asyncio.gather(*(_read_busy(client) for _ in range(4)))
+    assert all(len(page["messages"]) == 100 for page in pages)
+    assert fake.calls("users.list") == 1
+    assert fake.calls("conversations.history") == 4
+
+
+async def test_a_rate_limited_name_listing_still_returns_the_page(fake: FakeSlack) -> None:
+    fake.fail("users.list", "ratelimited", status=429, retry_after=120)
+    async with Client(make_server(fake)) as client:
+        first = await _read_busy(client)
+        second = await _read_busy(client)
+    assert {m["author"] for m in first["messages"]} == {f"U{n:08d}" for n in range(1, 31)}  # IDs, not failure
+    assert all(m["author"].startswith("@user0") for m in second["messages"])

@@ -1,0 +1,122 @@
+"""Writes exist only with --allow-write and an allow-list, go only there, unfurl nothing, broadcast nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fake_slack import FakeSlack, make_server, text_of
+from fastmcp import Client
+
+THREAD = "1712345778.000000"
+WRITES = {"post_message", "reply_to_thread", "add_reaction"}
+
+
+async def _names(server: Any) -> set[str]:
+    async with Client(server) as client:
+        return {t.name for t in await client.list_tools()}
+
+
+async def test_write_tools_are_absent_unless_enabled_with_channels(fake: FakeSlack) -> None:
+    assert not await _names(make_server(fake)) & WRITES
+    assert not await _names(make_server(fake, write_channels=["#random"])) & WRITES
+    assert await _names(make_server(fake, allow_write=True, write_channels=["#random"])) >= WRITES
+    assert not await _names(make_server(fake, allow_write=True, write_channels=["#random"], read_only=True)) & WRITES
+    with pytest.raises(ValueError, match="--write-channels"):
+        make_server(fake, allow_write=True)
+
+
+async def test_write_annotations_tell_the_client_what_they_do(fake: FakeSlack) -> None:
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        tools = {t.name: t.annotations for t in await client.list_tools()}
+    for name in WRITES:
+        hints = tools[name]
+        assert hints is not None
+        assert hints.read_only_hint is False
+        assert hints.destructive_hint is False  # adds a message or a reaction, removes nothing
+        assert hints.open_world_hint is True
+    assert tools["post_message"].idempotent_hint is False  # type: ignore[union-attr]
+    assert tools["add_reaction"].idempotent_hint is True  # type: ignore[union-attr]
+
+
+async def test_every_post_goes_to_an_allowed_id_with_unfurling_off(fake: FakeSlack) -> None:
+    server = make_server(fake, allow_write=True, write_channels=["#general", "C0RANDOM0"])
+    async with Client(server) as client:
+        first = await client.call_tool("post_message", {"channel": "general", "text": "see https://example.com"})
+        second = await client.call_tool(
+            "reply_to_thread", {"channel": "C0GENERAL", "thread_ts": THREAD, "text": "on it", "also_to_channel": True}
+        )
+        third = await client.call_tool("post_message", {"channel": "<#C0RANDOM0|random>", "text": "hello"})
+    posts = fake.requests_of("chat.postMessage")
+    assert [p.params["channel"] for p in posts] == ["C0GENERAL", "C0GENERAL", "C0RANDOM0"]
+    for post in posts:
+        assert post.content_type.startswith("application/json")
+        assert post.params["unfurl_links"] is False
+        assert post.params["unfurl_media"] is False
+        assert "link_names" not in post.params
+    assert posts[1].params["thread_ts"] == THREAD
+    assert posts[1].params["reply_broadcast"] is True
+    assert "thread_ts" not in posts[0].params
+    assert "Posted to #general (C0GENERAL): ts=" in text_of(first)
+    assert f"Posted in thread {THREAD} of #general" in text_of(second)
+    assert (third.structured_content or {})["channel"] == "#random (C0RANDOM0)"
+    assert fake.messages["C0GENERAL"][0]["text"] == "on it"
+
+
+async def test_a_channel_off_the_list_is_refused_before_slack_hears_of_it(fake: FakeSlack) -> None:
+    server = make_server(fake, allow_write=True, write_channels=["#random"])
+    async with Client(server) as client:
+        by_name = await client.call_tool_mcp("post_message", {"channel": "#general", "text": "x"})
+        by_id = await client.call_tool_mcp("post_message", {"channel": "C0GENERAL", "text": "x"})
+        reaction = await client.call_tool_mcp(
+            "add_reaction", {"channel": "C0GENERAL", "ts": "1712345688.000000", "emoji": "eyes"}
+        )
+    for result in (by_name, by_id, reaction):
+        assert result.is_error
+        assert "is not allowed by this server" in text_of(result)
+        assert "#random" in text_of(result)
+    assert fake.calls("chat.postMessage") == 0
+    assert fake.calls("reactions.add") == 0
+
+
+async def test_a_renamed_or_missing_allowed_name_allows_nothing(fake: FakeSlack) -> None:
+    server = make_server(fake, allow_write=True, write_channels=["#gone-channel"])
+    async with Client(server) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "x"})
+    assert result.is_error
+    assert fake.calls("chat.postMessage") == 0
+
+
+@pytest.mark.parametrize("mention", ["<!channel>", "<!here>", "<!everyone>", "<!here|here>", "<!CHANNEL>"])
+async def test_broadcast_mentions_are_refused_unless_allowed(fake: FakeSlack, mention: str) -> None:
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        refused = await client.call_tool_mcp("post_message", {"channel": "#random", "text": f"hey {mention} look"})
+    assert refused.is_error
+    assert "--allow-broadcast" in text_of(refused)
+    assert fake.calls("chat.postMessage") == 0
+    allowing = make_server(fake, allow_write=True, write_channels=["#random"], allow_broadcast=True)
+    async with Client(allowing) as client:
+        posted = await client.call_tool_mcp("post_message", {"channel": "#random", "text": f"hey {mention} look"})
+    assert not posted.is_error, text_of(posted)
+    assert fake.requests_of("chat.postMessage")[0].params["text"] == f"hey {mention} look"
+
+
+async def test_add_reaction_is_idempotent_and_checks_the_emoji(fake: FakeSlack) -> None:
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        arguments = {"channel": "#random", "ts": "1712345683.000000", "emoji": ":tada:"}
+        first = await client.call_tool("add_reaction", arguments)
+        again = await client.call_tool("add_reaction", arguments)
+        unknown = await client.call_tool_mcp("add_reaction", {**arguments, "emoji": "no_such_emoji"})
+    assert "Added :tada:" in text_of(first)
+    assert ":tada: was already on" in text_of(again)
+    assert unknown.is_error
+    assert "invalid_name" in text_of(unknown)
+    assert [r.params["name"] for r in fake.requests_of("reactions.add")] == ["tada", "tada", "no_such_emoji"]
+    assert fake.messages["C0RANDOM0"][0]["reactions"] == [{"name": "tada", "users": ["U0BOT0000"], "count": 1}]
+
+
+async def test_posting_where_the_bot_is_not_a_member_says_to_invite_it(fake: FakeSlack) -> None:
+    async with Client(make_server(fake, allow_write=True, write_channels=["C0OUTSIDE"])) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "C0OUTSIDE", "text": "hello?"})
+    assert result.is_error
+    assert "/invite" in text_of(result)
