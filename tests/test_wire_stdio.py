@@ -197,3 +197,9 @@ def test_the_server_exits_when_its_client_stops_reading_and_leaves(server_argv: 
         process.wait()
         pytest.fail("the server hung after its client left")
     assert code in (0, 1), code
+
+
+def test_what_the_server_logged_is_readable_after_the_wire_closes(tmp_path: Path) -> None:
+    with StdioWire([*SERVERS["template"](tmp_path), "--log-level", "DEBUG"]) as wire:
+        wire.initialize()
+    assert "DEBUG" in wire.stderr

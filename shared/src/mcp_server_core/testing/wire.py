@@ -65,6 +65,7 @@ class StdioWire:
         self.trace = trace
         """Called with ("→", message) for each message sent and ("←", message) for each one received."""
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process; closed in __exit__
+        self._stderr_text: str | None = None
         self.proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -182,6 +183,9 @@ class StdioWire:
 
     @property
     def stderr(self) -> str:
+        """What the server logged; still readable after the wire is closed (a test asserts on it afterwards)."""
+        if self._stderr_text is not None:
+            return self._stderr_text
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
 
@@ -211,7 +215,9 @@ class StdioWire:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        self._stderr.close()
+        if self._stderr_text is None:
+            self._stderr_text = self.stderr
+            self._stderr.close()
 
 
 class HttpWire:
