@@ -34,8 +34,15 @@ def _fake(name: str, path: str) -> Any:
         _fakes[name] = module
         module.FAKE = getattr(module, "Fake" + name.capitalize())()
         module.FAKE_SERVING = module.FAKE.serve()
-        module.FAKE_SERVING.__enter__()  # a daemon thread; it ends with the test process
+        module.FAKE_SERVING.__enter__()
     return _fakes[name]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the fakes while their threads still run: left to the interpreter's exit, shutdown() waits forever."""
+    for module in _fakes.values():
+        module.FAKE_SERVING.__exit__(None, None, None)
+    _fakes.clear()
 
 
 def _slack(tmp: Path) -> list[str]:

@@ -41,25 +41,24 @@ async def test_a_short_secondary_rate_limit_is_retried_once_after_retry_after(fa
     assert fake.count() == 2
 
 
-async def test_a_secondary_rate_limit_that_persists_fails_after_one_retry(fake: FakeGitHub) -> None:
-    fake.secondary_limited, fake.retry_after = 10, 1
+@pytest.mark.parametrize(
+    ("limited_times", "retry_after", "requests"),
+    [
+        pytest.param(10, 1, 2, id="persists-after-one-retry"),
+        pytest.param(1, 60, 1, id="wait-too-long-to-retry"),
+    ],
+)
+async def test_a_secondary_rate_limit_that_one_short_retry_does_not_clear_fails_with_the_wait(
+    fake: FakeGitHub, limited_times: int, retry_after: int, requests: int
+) -> None:
+    fake.secondary_limited, fake.retry_after = limited_times, retry_after
     async with Client(server_for(fake)) as client:
         fake.reset_requests()
         result = await client.call_tool_mcp(*GET_ISSUE)
     assert result.is_error
     assert "secondary rate limit" in text_of(result)
-    assert "Retry after 1 s" in text_of(result)
-    assert fake.count() == 2, "one retry at most, never a loop"
-
-
-async def test_a_long_retry_after_fails_at_once_with_the_wait(fake: FakeGitHub) -> None:
-    fake.secondary_limited, fake.retry_after = 1, 60
-    async with Client(server_for(fake)) as client:
-        fake.reset_requests()
-        result = await client.call_tool_mcp(*GET_ISSUE)
-    assert result.is_error
-    assert "Retry after 60 s, one request at a time." in text_of(result)
-    assert fake.count() == 1
+    assert f"Retry after {retry_after} s, one request at a time." in text_of(result)
+    assert fake.count() == requests, "one retry at most, never a loop"
 
 
 async def test_a_server_error_on_a_read_is_retried_once(fake: FakeGitHub) -> None:

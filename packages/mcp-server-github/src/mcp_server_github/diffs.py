@@ -9,7 +9,7 @@ from mcp_server_core import Limit, Rendered, decode_cursor, encode_cursor
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.shapes import fenced
+from mcp_server_github.shapes import cursor_tail, fenced
 
 DIFF_PAGE_BYTES = 12_000
 DIFF_MEDIA = "application/vnd.github.diff"
@@ -21,7 +21,7 @@ class Diff(Rendered):
     next_cursor: str | None = None
 
     def render(self) -> str:
-        return self.diff + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+        return self.diff + cursor_tail(self.next_cursor)
 
 
 def file_section(diff: str, path: str) -> str:

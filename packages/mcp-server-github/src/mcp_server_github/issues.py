@@ -9,6 +9,7 @@ from mcp_server_core import InvalidArgument, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
+from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Cursor,
@@ -21,11 +22,13 @@ from mcp_server_github.shapes import (
     day,
     fenced,
     fenced_lines,
+    fenced_title_and_body,
     labels_of,
     login_of,
     logins,
     one_line,
     role_of,
+    split_repo,
 )
 
 State = Literal["open", "closed", "all"]
@@ -72,6 +75,15 @@ def render_comments(comments: list[dict[str, Any]], where: str) -> list[str]:
         fenced(c.get("body"), f"comment {c.get('id')} on {where} ({day(c.get('created_at'))})", c, limit=COMMENT_CHARS)
         for c in comments
     ]
+
+
+def update_given_fields(api: GitHubApi, path: str, where: str, fields: dict[str, Any], *, hint: str) -> str:
+    """PATCHes only the fields given: GitHub keeps what a PATCH leaves out, so an omitted field stays as it is."""
+    changes = {k: v for k, v in fields.items() if v is not None}
+    if not changes:
+        raise InvalidArgument("Nothing to change.", hint=f"Pass at least one of {hint}.")
+    updated = api.request("PATCH", path, body=changes, what=f"updating {where}").data
+    return f"Updated {where} ({', '.join(changes)}); it is {updated.get('state')}: {updated.get('html_url')}"
 
 
 def issues_toolset(api: GitHubApi) -> Toolset:
@@ -143,10 +155,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
             + f", {issue.get('comments', 0)} comments\n{item.get('url', '')}"
         )
-        body = fenced(
-            f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}", f"issue {where} title and body", issue
-        )
-        parts = [head, body, *render_comments(comments, where)]
+        parts = [head, fenced_title_and_body(issue, f"issue {where}"), *render_comments(comments, where)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
             "\n".join(parts)
         )
@@ -161,14 +170,11 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         if not any(q in query for q in ("is:issue", "is:pr", "is:pull-request", "type:issue", "type:pr")):
             query = f"{query} is:issue"
         query = api.allow.scope_search(query)
-        page = api.page(
-            "/search/issues", params={"q": query}, limit=limit, cursor=cursor, scope=query, key="items", what="search"
-        )
+        page = search_page(api, "issues", query, limit=limit, cursor=cursor, what="search")
         items = []
         for issue in page.items:
             repo = str(issue.get("repository_url", "")).split("/repos/")[-1]
-            owner, _, name = repo.partition("/")
-            if api.allow.allows(owner, name):  # the query is narrowed; this holds even if GitHub widened it
+            if api.allow.allows(*split_repo(repo)):  # the query is narrowed; this holds even if GitHub widened it
                 items.append({"repo": repo, **issue_summary(issue)})
         lines = [f"{i['repo']}{issue_line(i)}" for i in items]
         total = page.data.get("total_count", len(items)) if isinstance(page.data, dict) else len(items)
@@ -204,25 +210,16 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         assignees: Annotated[list[str] | None, Field(description="replaces all assignees")] = None,
     ) -> str:
         """Use to edit, close or reopen an issue, or set its labels and assignees; omitted fields stay."""
-        changes: dict[str, Any] = {
-            k: v
-            for k, v in {
-                "title": title,
-                "body": body,
-                "state": state,
-                "state_reason": state_reason,
-                "labels": labels,
-                "assignees": assignees,
-            }.items()
-            if v is not None
+        fields = {
+            "title": title,
+            "body": body,
+            "state": state,
+            "state_reason": state_reason,
+            "labels": labels,
+            "assignees": assignees,
         }
-        if not changes:
-            raise InvalidArgument("Nothing to change.", hint="Pass at least one of title, body, state, labels.")
-        updated = api.request(
-            "PATCH", f"/repos/{repo}/issues/{number}", body=changes, what=f"updating {repo}#{number}"
-        ).data
-        return (
-            f"Updated {repo}#{number} ({', '.join(changes)}); it is {updated.get('state')}: {updated.get('html_url')}"
+        return update_given_fields(
+            api, f"/repos/{repo}/issues/{number}", f"{repo}#{number}", fields, hint="title, body, state, labels"
         )
 
     @toolset.tool(title="Comment on issue", read_only=False, open_world=True)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
-from mcp_server_github.issues import State
+from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Cursor,
@@ -23,6 +23,7 @@ from mcp_server_github.shapes import (
     day,
     fenced,
     fenced_lines,
+    fenced_title_and_body,
     labels_of,
     login_of,
     one_line,
@@ -139,7 +140,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             f"+{item.get('additions', 0)} -{item.get('deletions', 0)} in {item.get('changed_files', '?')} files, "
             f"mergeable: {item.get('mergeable_state', 'unknown')}\n{item.get('url', '')}"
         )
-        body = fenced(f"{pr.get('title') or ''}\n\n{pr.get('body') or ''}", f"pull request {where} title and body", pr)
+        body = fenced_title_and_body(pr, f"pull request {where}")
         listing = fenced_lines([file_line(f) for f in files], f"files changed by {where}")
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{body}\n{listing}")
 
@@ -291,16 +292,9 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         base: str | None = None,
     ) -> str:
         """Use to edit a pull request's title, description or base branch, or to close or reopen it."""
-        changes = {
-            k: v for k, v in {"title": title, "body": body, "state": state, "base": base}.items() if v is not None
-        }
-        if not changes:
-            raise InvalidArgument("Nothing to change.", hint="Pass at least one of title, body, state, base.")
-        updated = api.request(
-            "PATCH", f"/repos/{repo}/pulls/{number}", body=changes, what=f"updating {repo}#{number}"
-        ).data
-        return (
-            f"Updated {repo}#{number} ({', '.join(changes)}); it is {updated.get('state')}: {updated.get('html_url')}"
+        fields = {"title": title, "body": body, "state": state, "base": base}
+        return update_given_fields(
+            api, f"/repos/{repo}/pulls/{number}", f"{repo}#{number}", fields, hint="title, body, state, base"
         )
 
     @toolset.tool(title="Merge pull request", read_only=False, open_world=True)

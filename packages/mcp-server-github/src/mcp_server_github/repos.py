@@ -85,6 +85,22 @@ def commit_summary(c: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def changed_file(f: dict[str, Any]) -> dict[str, Any]:
+    return compact(
+        {
+            "path": f.get("filename"),
+            "status": f.get("status"),
+            "additions": f.get("additions"),
+            "deletions": f.get("deletions"),
+        }
+    )
+
+
+def changed_files_text(files: list[dict[str, Any]]) -> str:
+    lines = [f"{f.get('status')} {f['path']} +{f.get('additions', 0)} -{f.get('deletions', 0)}" for f in files]
+    return fenced_lines(lines, "files changed")
+
+
 def repos_toolset(api: GitHubApi) -> Toolset:
     toolset = Toolset(
         "repos",
@@ -256,17 +272,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         data = page.data if isinstance(page.data, dict) else {}
         commit = data.get("commit") or {}
-        files = [
-            compact(
-                {
-                    "path": f.get("filename"),
-                    "status": f.get("status"),
-                    "additions": f.get("additions"),
-                    "deletions": f.get("deletions"),
-                }
-            )
-            for f in page.items
-        ]
+        files = [changed_file(f) for f in page.items]
         stats = data.get("stats") or {}
         item = compact(
             {
@@ -285,10 +291,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         message = fenced(
             commit.get("message"), f"message of commit {str(data.get('sha'))[:7]}", author=str(author), markup=False
         )
-        listing = fenced_lines(
-            [f"{f.get('status')} {f['path']} +{f.get('additions', 0)} -{f.get('deletions', 0)}" for f in files],
-            "files changed",
-        )
+        listing = changed_files_text(files)
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{message}\n{listing}")
 
     @toolset.tool(title="Get commit diff", read_only=True, open_world=True, budget=DIFF_PAGE_BYTES + 2_000)
@@ -326,17 +329,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             what=f"comparing {base}...{head}",
         )
         data = page.data if isinstance(page.data, dict) else {}
-        files = [
-            compact(
-                {
-                    "path": f.get("filename"),
-                    "status": f.get("status"),
-                    "additions": f.get("additions"),
-                    "deletions": f.get("deletions"),
-                }
-            )
-            for f in data.get("files") or []
-        ]
+        files = [changed_file(f) for f in data.get("files") or []]
         item = compact(
             {
                 "status": data.get("status"),
@@ -352,10 +345,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             f" {data.get('behind_by', 0)} behind, {len(files)} files changed"
         )
         commits = fenced_lines([commit_line(c) for c in page.items], "commits; messages written by their authors")
-        listing = fenced_lines(
-            [f"{f.get('status')} {f['path']} +{f.get('additions', 0)} -{f.get('deletions', 0)}" for f in files],
-            "files changed",
-        )
+        listing = changed_files_text(files)
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(
             "\n".join(p for p in (head_line, commits, listing) if p)
         )

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp_server_core import Limit, Toolset
 from pydantic import Field
 
-from mcp_server_github.client import GitHubApi
-from mcp_server_github.shapes import Cursor, Listing, compact, fenced_lines, one_line
+from mcp_server_github.client import GitHubApi, Page
+from mcp_server_github.shapes import Cursor, Listing, compact, fenced_lines, one_line, split_repo
 
 Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
+
+
+def search_page(
+    api: GitHubApi,
+    kind: str,
+    query: str,
+    *,
+    limit: int,
+    cursor: str | None,
+    what: str,
+    params: dict[str, Any] | None = None,
+    scope: str | None = None,
+) -> Page:
+    """One page of `/search/{kind}` hits; its cursor is bound to the query, so it cannot page another search."""
+    return api.page(
+        f"/search/{kind}",
+        params={"q": query, **(params or {})},
+        limit=limit,
+        cursor=cursor,
+        scope=query if scope is None else scope,
+        key="items",
+        what=what,
+    )
 
 
 def search_toolset(api: GitHubApi) -> Toolset:
@@ -20,20 +43,11 @@ def search_toolset(api: GitHubApi) -> Toolset:
     def search_code(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find files by content across repositories, e.g. 'def main language:python repo:o/r'."""
         query = api.allow.scope_search(query)
-        page = api.page(
-            "/search/code",
-            params={"q": query},
-            limit=limit,
-            cursor=cursor,
-            scope=query,
-            key="items",
-            what="code search",
-        )
+        page = search_page(api, "code", query, limit=limit, cursor=cursor, what="code search")
         items = []
         for hit in page.items:
             repo = str((hit.get("repository") or {}).get("full_name", ""))
-            owner, _, name = repo.partition("/")
-            if api.allow.allows(owner, name):
+            if api.allow.allows(*split_repo(repo)):
                 items.append(compact({"repo": repo, "path": hit.get("path"), "sha": hit.get("sha")}))
         text = fenced_lines([f"{i['repo']}:{i.get('path')}" for i in items], f"code search for {query!r}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
@@ -47,13 +61,14 @@ def search_toolset(api: GitHubApi) -> Toolset:
     ) -> Listing:
         """Use to find repositories by name, topic, language or stars, e.g. 'mcp server language:python'."""
         query = api.allow.scope_search(query)
-        page = api.page(
-            "/search/repositories",
-            params={"q": query, "sort": None if sort == "best-match" else sort},
+        page = search_page(
+            api,
+            "repositories",
+            query,
+            params={"sort": None if sort == "best-match" else sort},
+            scope=f"{query}\n{sort}",
             limit=limit,
             cursor=cursor,
-            scope=f"{query}\n{sort}",
-            key="items",
             what="repository search",
         )
         items = [
@@ -68,7 +83,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
                 }
             )
             for r in page.items
-            if api.allow.allows(*str(r.get("full_name", "/")).split("/", 1))
+            if api.allow.allows(*split_repo(str(r.get("full_name", ""))))
         ]
         lines = [
             f"{i['repo']} ★{i.get('stars', 0)} {i.get('language') or ''}"
@@ -82,15 +97,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Search users", read_only=True, open_world=True)
     def search_users(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find GitHub users or organizations by login, name, location or followers."""
-        page = api.page(
-            "/search/users",
-            params={"q": query},
-            limit=limit,
-            cursor=cursor,
-            scope=query,
-            key="items",
-            what="user search",
-        )
+        page = search_page(api, "users", query, limit=limit, cursor=cursor, what="user search")
         items = [compact({"login": u.get("login"), "type": u.get("type")}) for u in page.items]
         text = fenced_lines([f"{i['login']} ({i.get('type')})" for i in items], f"users matching {query!r}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)

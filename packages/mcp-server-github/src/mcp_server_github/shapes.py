@@ -7,7 +7,7 @@ file contents, logs) is cleaned for structured content and fenced, with its auth
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from mcp_server_core import Rendered
 from mcp_server_core.untrusted import Cleaned, clean, fence
@@ -33,33 +33,34 @@ def split_repo(repo: str) -> tuple[str, str]:
 # Result classes carry no docstring: it would be sent in every outputSchema (tools/list budget).
 
 
-class Listing(Rendered):  # a page of compact items; the text beside it is written by the tool that made it
-    items: list[dict[str, Any]]
-    next_cursor: str | None = None
+class TextResult(Rendered):  # a result whose compact text is written by the tool that made it
     _text: str = PrivateAttr("")
 
-    def with_text(self, text: str) -> Listing:
+    def with_text(self, text: str) -> Self:
         self._text = text
         return self
 
+
+class Listing(TextResult):  # a page of compact items
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
+
     def render(self) -> str:
-        tail = f"\nnext_cursor={self.next_cursor}" if self.next_cursor else ""
-        return (self._text or "Nothing found.") + tail
+        return (self._text or "Nothing found.") + cursor_tail(self.next_cursor)
 
 
-class Item(Rendered):  # one object and a page of its parts (comments, files), with a cursor for the rest
+class Item(TextResult):  # one object and a page of its parts (comments, files), with a cursor for the rest
     item: dict[str, Any]
     parts: list[dict[str, Any]] | None = None
     next_cursor: str | None = None
-    _text: str = PrivateAttr("")
-
-    def with_text(self, text: str) -> Item:
-        self._text = text
-        return self
 
     def render(self) -> str:
-        tail = f"\nnext_cursor={self.next_cursor}" if self.next_cursor else ""
-        return self._text + tail
+        return self._text + cursor_tail(self.next_cursor)
+
+
+def cursor_tail(next_cursor: str | None) -> str:
+    """The last line of a paged result's text, so a model that reads only the text can still page on."""
+    return f"\nnext_cursor={next_cursor}" if next_cursor else ""
 
 
 # --- untrusted text --------------------------------------------------------------------------------------
@@ -109,6 +110,11 @@ def fenced(
     if thing is not None:
         return fence(short, what=what, author=login_of(thing), role=role_of(thing))
     return fence(short, what=what, author=author)
+
+
+def fenced_title_and_body(thing: dict[str, Any], what: str) -> str:
+    """An issue's or pull request's title and body, fenced together as written by its author."""
+    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", f"{what} title and body", thing)
 
 
 def fenced_lines(lines: list[str], what: str) -> str:
