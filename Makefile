@@ -58,3 +58,7 @@ bench: install ## Benchmarks, each server beside its anchor in one run; writes b
 	$(UV) run --no-sync python bench/slack.py
 	$(UV) run --no-sync python bench/github.py
 	$(UV) run --no-sync python bench/filesystem.py
+
+.PHONY: bench-http
+bench-http: install ## Streamable HTTP under load: 1/16/64 sessions, 1 and 2 workers; writes bench/results-http.md
+	$(UV) run --no-sync python bench/http_load.py

@@ -1,7 +1,8 @@
 """One command-line shape for every server in the family.
 
     mcp-server-X [server arguments] [--transport stdio|http] [--host H] [--port P] [--stateless]
-                 [--read-only] [--toolsets a,b|all|default] [--log-level L] [--print-config claude|cursor|vscode]
+                 [--workers N] [--read-only] [--toolsets a,b|all|default] [--log-level L]
+                 [--print-config claude|cursor|vscode]
 
 Every option is also a setting in the environment under the server's prefix (`MCP_DB_READ_ONLY=1`); the
 command line wins. Bearer tokens come from the environment or a file, never from argv, where `ps` shows them.
@@ -19,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from mcp_server_core.server import ReferenceServer
-from mcp_server_core.serving import serve
+from mcp_server_core.serving import serve, serve_workers
 from mcp_server_core.settings import ServerSettings
 
 __all__ = ["ServerSpec", "host_config", "run"]
@@ -57,10 +58,18 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     common.add_argument("--port", type=int, help="HTTP port (default 8000)")
     common.add_argument("--path", help="HTTP endpoint path (default /mcp)")
     common.add_argument("--stateless", action="store_const", const=True, help="HTTP without sessions (many workers)")
+    common.add_argument("--workers", type=int, help="HTTP worker processes on one port (needs --stateless)")
+    common.add_argument("--drain-timeout-s", type=float, help="on SIGTERM, seconds in-flight calls may take (10)")
+    common.add_argument("--max-body-bytes", type=int, help="largest HTTP request body (default 8 MiB)")
     common.add_argument("--read-only", action="store_const", const=True, help="register no tool that writes")
     common.add_argument("--toolsets", help="comma-separated toolsets, 'all' or 'default'")
     common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
     common.add_argument("--auth-token-file", help="file of HTTP bearer tokens, one per line")
+    common.add_argument("--jwt-public-key-file", help="PEM public key that signs accepted JWTs")
+    common.add_argument("--jwks-file", help="JWKS file whose keys sign accepted JWTs")
+    common.add_argument("--jwt-issuer", help="required JWT issuer (its URL is advertised to OAuth clients)")
+    common.add_argument("--jwt-audience", help="required JWT audience (default: this server's public URL + path)")
+    common.add_argument("--public-url", help="origin clients reach this server at, e.g. https://mcp.example.com")
     common.add_argument("--allowed-origin", dest="allowed_origins", action="append", help="extra allowed Origin")
     common.add_argument("--allowed-host", dest="allowed_hosts", action="append", help="extra allowed Host")
     common.add_argument("--print-config", choices=HOSTS, help="print the host configuration snippet and exit")
@@ -105,6 +114,14 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
         print(json.dumps(host_config(print_config, spec.distribution, _without_print_config(argv)), indent=2))
         return
     try:
+        if settings.workers > 1:
+            from mcp_server_core.http import check_http_settings
+
+            check_http_settings(settings)  # refuse in the parent, before any worker starts
+            code = serve_workers(lambda: spec.build(settings), settings)
+            if code:
+                parser.exit(code)
+            return
         server = spec.build(settings)
         serve(server, settings)
     except ValueError as exc:

@@ -1,9 +1,30 @@
-"""Running a server: logging on stderr (redacted), then stdio or Streamable HTTP."""
+"""Running a server: logging on stderr (redacted), then stdio or Streamable HTTP, in one process or several.
+
+Stopping is graceful on either transport. SIGTERM (what a supervisor, `docker stop` or systemd sends) stops
+taking new requests, lets the calls in flight finish within `drain_timeout_s`, runs the server's shutdown
+steps (pools closed, files flushed) and exits 0:
+- stdio stops reading stdin and answers what it already read, as when stdin closes;
+- HTTP stops accepting connections and lets uvicorn finish the responses it owes.
+
+`--workers N` forks N processes that share one listening socket (the kernel spreads connections over them);
+each builds its own server after the fork, so nothing (pools, threads, event loops) is shared. The parent
+only supervises: it forwards SIGTERM / SIGINT, and replaces a worker that dies while serving.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import os
+import signal
+import socket
 import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import anyio
 from fastmcp.server.context import reset_transport, set_transport
@@ -13,7 +34,14 @@ from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import LogLevel, ServerSettings
 from mcp_server_core.stdio import stdio_transport
 
-__all__ = ["configure_logging", "serve", "serve_stdio"]
+__all__ = ["configure_logging", "serve", "serve_http", "serve_stdio", "serve_workers"]
+
+logger = logging.getLogger(__name__)
+
+RESPAWN_WINDOW_S = 10.0
+"""A worker that dies sooner than this after starting is not replaced more than `MAX_QUICK_DEATHS` times:
+it is the configuration (a bad URL, a port in use), and restarting it forever would hide that."""
+MAX_QUICK_DEATHS = 3
 
 
 def configure_logging(level: LogLevel) -> None:
@@ -30,17 +58,86 @@ def configure_logging(level: LogLevel) -> None:
         library_logger.setLevel(level)
 
 
-async def serve_stdio(server: ReferenceServer) -> None:
+EXIT_GRACE_S = 3.0
+"""After the drain bound, how long shutdown steps may take before the process leaves regardless."""
+
+
+def _arm_exit_deadline(seconds: float) -> None:
+    """Exit 0 after `seconds` whatever still runs: a sync tool in a worker thread cannot be cancelled, and
+    the interpreter would wait for it at exit (a 60 s query would hold a SIGTERM for 60 s)."""
+
+    def leave() -> None:
+        logger.warning("calls still running %.0f s after SIGTERM were cut off; exiting", seconds)
+        logging.shutdown()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, leave)
+    timer.daemon = True
+    timer.start()
+
+
+async def _set_on_sigterm(stop: anyio.Event, drain_timeout: float) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            logger.info("SIGTERM: answering the requests in flight, then exiting")
+            _arm_exit_deadline(drain_timeout + EXIT_GRACE_S)
+            stop.set()
+            return
+
+
+async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -> bool:
+    """Serve over stdin/stdout until stdin closes or SIGTERM arrives; True when it was SIGTERM."""
+    stop = anyio.Event()
     token = set_transport("stdio")
     try:
-        async with server._lifespan_manager(), stdio_transport() as (read_stream, write_stream):
-            sdk = server._mcp_server
-            await sdk.run(read_stream, write_stream, sdk.create_initialization_options())
+        async with anyio.create_task_group() as signals:
+            signals.start_soon(_set_on_sigterm, stop, drain_timeout)
+            async with (
+                server._lifespan_manager(),
+                stdio_transport(stop=stop, drain_timeout=drain_timeout) as (read_stream, write_stream),
+            ):
+                sdk = server._mcp_server
+                await sdk.run(read_stream, write_stream, sdk.create_initialization_options())
+            signals.cancel_scope.cancel()
     finally:
         reset_transport(token)
+    return stop.is_set()
 
 
-async def serve_http(server: ReferenceServer, settings: ServerSettings) -> None:
+def _draining_server_class() -> type[Any]:
+    import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    from mcp_server_core.http import requests_in_flight
+
+    # sse-starlette ends every SSE stream the moment uvicorn starts to shut down, which cuts off a tool call
+    # answered on its POST's stream. The streams end below instead, once the POSTs in flight are answered.
+    AppStatus.enable_automatic_graceful_drain = False  # what disable_automatic_graceful_drain() sets
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn's graceful shutdown, POSTs first, with a hard deadline behind it (`_arm_exit_deadline`)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if not self.should_exit:
+                _arm_exit_deadline((self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_S + 2)
+            super().handle_exit(sig, frame)
+
+        async def _wait_tasks_to_complete(self) -> None:
+            # uvicorn 0.55 runs this under its graceful-shutdown timeout, after it stopped accepting.
+            while requests_in_flight() and not self.force_exit:  # noqa: ASYNC110 - polled like uvicorn polls
+                await anyio.sleep(0.05)
+            AppStatus.should_exit = True  # now the standalone GET streams, which owe nothing, may end
+            await super()._wait_tasks_to_complete()
+
+    return DrainingServer
+
+
+def _ignore_signal(_signum: int, _frame: FrameType | None) -> None:
+    """uvicorn re-raises the signal it shut down for once it is done; this makes that a clean exit 0."""
+
+
+async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: socket.socket | None = None) -> None:
+    """Serve Streamable HTTP on `settings.host:port`, or on `sock` (a worker's share of the parent's socket)."""
     import uvicorn
 
     from mcp_server_core.http import build_http_app
@@ -53,16 +150,127 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings) -> None:
         log_config=None,  # keep configure_logging's redacted handler
         log_level=settings.log_level.lower(),
         server_header=False,
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=max(int(settings.drain_timeout_s), 1),
+        # A slow or stalled client cannot hold a worker's connection slot for ever.
+        timeout_keep_alive=5,
     )
-    uvicorn_server = uvicorn.Server(config)
-    await uvicorn_server.serve()
+    uvicorn_server = _draining_server_class()(config)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(signum, _ignore_signal)
+    await uvicorn_server.serve(sockets=[sock] if sock is not None else None)
+
+
+def _exit_after_stdio_sigterm() -> None:
+    # The thread blocked reading the still-open stdin cannot be interrupted, and the interpreter would wait
+    # for it at exit: everything the server had to close is closed by now, so leave without waiting.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:
-    """Serve until the client leaves (stdio) or the process is stopped (HTTP)."""
+    """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either)."""
     configure_logging(settings.log_level)
     if settings.transport == "http":
         anyio.run(serve_http, server, settings)
-    else:
-        anyio.run(serve_stdio, server)
+    elif anyio.run(functools.partial(serve_stdio, server, drain_timeout=settings.drain_timeout_s)):
+        _exit_after_stdio_sigterm()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it
+    # Nagle's algorithm meets delayed ACKs and every response waits ~40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run_worker(build: Callable[[], ReferenceServer], settings: ServerSettings, sock: socket.socket) -> int:
+    """A forked worker's whole life: its own server, event loop and uvicorn on the shared socket."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        server = build()
+        anyio.run(serve_http, server, settings, sock)
+    except ValueError as exc:
+        print(f"worker {os.getpid()}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception:
+        logger.exception("worker %d failed", os.getpid())
+        return 1
+    return 0
+
+
+def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings) -> int:
+    """Serve stateless HTTP from `settings.workers` forked processes; returns the exit code for the parent."""
+    if not hasattr(os, "fork"):
+        raise ValueError("--workers needs os.fork (Linux, macOS); run one process per port behind the gateway")
+    configure_logging(settings.log_level)
+    sock = _listen(settings.host, settings.port)
+    workers: dict[int, float] = {}  # pid -> start time
+    stopping = False
+    quick_deaths = 0
+
+    def spawn() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _run_worker(build, settings, sock)
+            finally:
+                logging.shutdown()
+                os._exit(code)
+        workers[pid] = time.monotonic()
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(workers):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, forward) for signum in (signal.SIGTERM, signal.SIGINT)}
+    exit_code = 0
+    try:
+        for _ in range(settings.workers):
+            spawn()
+        logger.info("serving on %s:%d with %d workers: %s", settings.host, settings.port, len(workers), list(workers))
+        while workers:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for clarity
+                continue
+            started = workers.pop(pid, None)
+            if started is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            if stopping:
+                exit_code = exit_code or (code if code > 0 else 0)
+                continue
+            logger.warning("worker %d exited with %d", pid, code)
+            if time.monotonic() - started < RESPAWN_WINDOW_S:
+                quick_deaths += 1
+                if quick_deaths >= MAX_QUICK_DEATHS or code == 2:
+                    logger.error("workers keep failing at start; stopping")
+                    forward(signal.SIGTERM, None)
+                    exit_code = code if code > 0 else 1
+                    continue
+            spawn()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        sock.close()
+    return exit_code

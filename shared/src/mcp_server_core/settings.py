@@ -35,11 +35,38 @@ class ServerSettings(BaseSettings):
     sse_retry_ms: int = Field(
         1000, ge=0, le=600_000, description="with resumable: how long a client waits before reconnecting (SSE retry)"
     )
+    workers: int = Field(
+        1, ge=1, le=64, description="HTTP worker processes sharing the port (more than one needs --stateless)"
+    )
+    drain_timeout_s: float = Field(
+        10.0, ge=0, le=300, description="on SIGTERM, how long calls in flight may take to finish before exit"
+    )
+    max_body_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="largest HTTP request body read; larger ones get 413 before being read whole",
+    )
     read_only: bool = False
     toolsets: str | None = Field(None, description="comma-separated toolset names, or 'all' / 'default'")
     log_level: LogLevel = "WARNING"
     auth_token: SecretStr | None = Field(None, description="bearer token HTTP clients must send")
     auth_token_file: Path | None = Field(None, description="file holding bearer tokens, one per line")
+    jwt_public_key_file: Path | None = Field(None, description="PEM public key that signs accepted JWT bearer tokens")
+    jwks_file: Path | None = Field(
+        None, description="JSON Web Key Set file whose keys sign accepted JWTs (re-read on an unknown kid)"
+    )
+    jwt_issuer: str | None = Field(None, description="required JWT iss; also advertised as the authorization server")
+    jwt_audience: str | None = Field(None, description="required JWT aud, e.g. this server's public URL")
+    jwt_algorithm: Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"] = "RS256"
+    jwt_required_scopes: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="scopes every JWT must carry, comma-separated"
+    )
+    public_url: str | None = Field(
+        None,
+        pattern=r"^https?://[^/\s]+$",
+        description="the origin clients reach this server at (behind a gateway); names it in OAuth metadata",
+    )
     # NoDecode + the validator below: "a,b" in the environment, not JSON.
     allowed_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="extra browser Origins allowed over HTTP (loopback ones always are)"
@@ -48,7 +75,7 @@ class ServerSettings(BaseSettings):
         default_factory=list, description="extra Host header values allowed over HTTP, e.g. a gateway's name"
     )
 
-    @field_validator("allowed_origins", "allowed_hosts", mode="before")
+    @field_validator("allowed_origins", "allowed_hosts", "jwt_required_scopes", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split_commas(value)
@@ -57,6 +84,21 @@ class ServerSettings(BaseSettings):
     def _resumable_needs_sessions(self) -> Self:
         if self.resumable and self.stateless:
             raise ValueError("resumable streams belong to a session; a stateless server has none: pick one")
+        return self
+
+    @model_validator(mode="after")
+    def _workers_need_stateless_http(self) -> Self:
+        if self.workers > 1 and (self.transport != "http" or not self.stateless):
+            raise ValueError(
+                "several workers need --transport http --stateless: a session lives in one process, and the "
+                "kernel hands each connection to any worker (see docs/deploy.md for sessions behind a gateway)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _one_jwt_key_source(self) -> Self:
+        if self.jwt_public_key_file is not None and self.jwks_file is not None:
+            raise ValueError("give either a JWT public key file or a JWKS file, not both")
         return self
 
     def bearer_tokens(self) -> list[str]:

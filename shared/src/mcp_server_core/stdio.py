@@ -4,14 +4,14 @@ The SDK's transport drops a malformed line silently, so a client waits forever. 
 - a line that is not JSON gets -32700 (id null); JSON that is not a JSON-RPC message gets -32600, with the id
   when one can be read; a batch gets -32600 (MCP dropped batches in 2025-06-18);
 - a line over `max_line_bytes` is skipped without being held in memory whole and gets -32600;
-- when stdin closes, requests already read are answered (up to `drain_timeout`) before the server exits;
+- when stdin closes, or `stop` is set (SIGTERM), requests already read are answered (up to `drain_timeout`)
+  before the server exits;
 - while serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray print() in domain code or a
   child process cannot corrupt the wire.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -22,17 +22,9 @@ import anyio
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
-from mcp_types import (
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    ErrorData,
-    JSONRPCError,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    RequestId,
-    jsonrpc_message_adapter,
-)
+from mcp_types import INVALID_REQUEST, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
+
+from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
@@ -41,37 +33,7 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 
 
 def _error(request_id: RequestId | None, code: int, message: str) -> SessionMessage:
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
-
-
-def _has_id(line: bytes) -> bool:
-    data = json.loads(line)
-    return isinstance(data, dict) and "id" in data
-
-
-def _diagnose(line: bytes, *, invalid_id: bool = False) -> SessionMessage:
-    """The error answer for a line that did not validate as a JSON-RPC message."""
-    try:
-        data = json.loads(line)
-    except ValueError:  # includes invalid UTF-8
-        return _error(
-            None, PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON; send one JSON-RPC message per line."
-        )
-    if isinstance(data, list):
-        return _error(
-            None, INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 removed them)."
-        )
-    request_id = data.get("id") if isinstance(data, dict) else None
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        request_id = None
-    if invalid_id:
-        return _error(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer.')
-    return _error(
-        request_id,
-        INVALID_REQUEST,
-        'Invalid Request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0", a string "method" and an '
-        'optional string or integer "id".',
-    )
+    return SessionMessage(error_message(request_id, code, message))
 
 
 def _claim_std_streams() -> tuple[int, int, int, int]:
@@ -103,10 +65,15 @@ async def stdio_transport(
     stdout: BinaryIO | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_timeout: float = 10.0,
+    stop: anyio.Event | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
-    """Serve over the process's stdin/stdout (or the given binary files), yielding the SDK's stream pair."""
+    """Serve over the process's stdin/stdout (or the given binary files), yielding the SDK's stream pair.
+
+    Setting `stop` (SIGTERM, say) stops reading at once and ends the read side like a closed stdin does: the
+    requests already read are answered, within `drain_timeout`, and nothing more is taken.
+    """
     saved: tuple[int, int] | None = None
     if stdin is None or stdout is None:
         wire_in, wire_out, saved_in, saved_out = _claim_std_streams()
@@ -133,36 +100,48 @@ async def stdio_transport(
         # abandon_on_cancel: a read blocked on an idle stdin must not hold up shutdown.
         return await anyio.to_thread.run_sync(source.readline, max_line_bytes + 1, abandon_on_cancel=True)
 
+    reading = anyio.CancelScope()
+
+    async def stop_reading() -> None:
+        assert stop is not None
+        await stop.wait()
+        reading.cancel()
+
+    async def forward(channel: MemoryObjectSendStream[SessionMessage], message: SessionMessage) -> None:
+        # Shielded: a stop must not drop a message half-way, or its request would be in flight forever.
+        with anyio.CancelScope(shield=True):
+            await channel.send(message)
+
+    async def read_lines() -> None:
+        while line := await read_line():
+            if len(line) > max_line_bytes and not line.endswith(b"\n"):
+                while (rest := await read_line()) and not rest.endswith(b"\n"):
+                    pass
+                await forward(
+                    answers,
+                    _error(None, INVALID_REQUEST, f"Invalid Request: the message exceeds {max_line_bytes:,} bytes."),
+                )
+                continue
+            if not line.strip():
+                continue
+            try:
+                message = read_message(line)
+            except MessageRefused as refused:
+                await forward(answers, SessionMessage(refused.error))
+                continue
+            if isinstance(message, JSONRPCRequest):
+                in_flight.add(repr(message.id))
+            elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                # A cancelled request is never answered, so the drain must not wait for it.
+                in_flight.discard(repr((message.params or {}).get("requestId")))
+            settle()
+            await forward(read_send, SessionMessage(message))
+
     async def reader() -> None:
         async with read_send, answers:
-            while line := await read_line():
-                if len(line) > max_line_bytes and not line.endswith(b"\n"):
-                    while (rest := await read_line()) and not rest.endswith(b"\n"):
-                        pass
-                    await answers.send(
-                        _error(None, INVALID_REQUEST, f"Invalid Request: the message exceeds {max_line_bytes:,} bytes.")
-                    )
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValueError:
-                    await answers.send(_diagnose(line))
-                    continue
-                if isinstance(message, JSONRPCNotification) and b'"id"' in line and _has_id(line):
-                    # An id the SDK could not take ("id": true, 1.5) would silently turn a request into a
-                    # notification that is never answered.
-                    await answers.send(_diagnose(line, invalid_id=True))
-                    continue
-                if isinstance(message, JSONRPCRequest):
-                    in_flight.add(repr(message.id))
-                elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-                    # A cancelled request is never answered, so the drain must not wait for it.
-                    in_flight.discard(repr((message.params or {}).get("requestId")))
-                settle()
-                await read_send.send(SessionMessage(message))
-            # stdin closed: let requests already read finish before the server's read side ends.
+            with reading:
+                await read_lines()
+            # stdin closed, or stop was set: let requests already read finish before the read side ends.
             with anyio.move_on_after(drain_timeout):
                 await idle.wait()
 
@@ -183,6 +162,8 @@ async def stdio_transport(
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)
             tg.start_soon(writer)
+            if stop is not None:
+                tg.start_soon(stop_reading)
             yield read_recv, write_send
             # The server is done: flush what it wrote, then stop reading (stdin may still be open).
             await write_send.aclose()

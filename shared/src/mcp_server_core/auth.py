@@ -1,0 +1,172 @@
+"""Who may call a server over HTTP: static bearer tokens, JWTs signed by a configured key, or both.
+
+- Static tokens (`<PREFIX>AUTH_TOKEN`, `--auth-token-file`) are compared in constant time against every
+  configured token, so timing says nothing about which one matched.
+- JWTs are verified by fastmcp's `JWTVerifier` against a PEM public key file or a JWKS file (re-read when a
+  token names a key id it does not hold yet, so keys rotate without a restart). `iss` must be the configured
+  issuer; `aud` must be the configured audience, by default this server's own resource URL (MCP
+  authorization: a server accepts only tokens issued for it, RFC 8707).
+- With an issuer configured, the server publishes OAuth 2.0 Protected Resource Metadata (RFC 9728) at
+  `/.well-known/oauth-protected-resource<path>` and at the root well-known URI, and every 401 carries
+  `WWW-Authenticate: Bearer resource_metadata="..."` pointing at it, as the MCP authorization spec asks.
+- Tokens are never logged: each static token is registered with `redact()`, and no code here logs a JWT.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fastmcp.server.auth import AccessToken, AuthProvider, RemoteAuthProvider, TokenVerifier
+from fastmcp.server.auth.providers.jwt import JWTVerifier
+from mcp.server.auth.routes import create_protected_resource_routes
+from pydantic import AnyHttpUrl
+from starlette.routing import Route
+
+from mcp_server_core.errors import register_secret
+from mcp_server_core.settings import ServerSettings
+
+__all__ = ["AnyOf", "BearerTokens", "JwksFileVerifier", "auth_provider", "resource_url"]
+
+logger = logging.getLogger(__name__)
+
+
+class BearerTokens(TokenVerifier):
+    """Static bearer tokens, compared in constant time."""
+
+    def __init__(self, tokens: list[str], *, scopes: list[str] | None = None) -> None:
+        super().__init__()
+        self._tokens = [token.encode() for token in tokens]
+        # A static token is the operator's own credential: it carries whatever scopes the server requires.
+        self._scopes = list(scopes or [])
+        for token in tokens:
+            register_secret(token)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        offered = token.encode()
+        # Compare against every token, even after a match, so timing says nothing about which one matched.
+        matched = False
+        for known in self._tokens:
+            matched |= hmac.compare_digest(offered, known)
+        if not matched:
+            return None
+        return AccessToken(token=token, client_id="bearer", scopes=self._scopes)
+
+
+class JwksFileVerifier(JWTVerifier):
+    """fastmcp's JWT verification, with the key set read from a local JWKS file instead of fetched over HTTP."""
+
+    def __init__(self, jwks_file: Path, **options: Any) -> None:
+        # The URI only tells JWTVerifier that keys come from a key set; `_fetch_jwks` below reads the file.
+        super().__init__(jwks_uri=jwks_file.resolve().as_uri(), jwks_refresh_interval=1.0, **options)
+        self._jwks_file = jwks_file
+        _read_jwks(jwks_file)  # fail at start, not at the first request, when the file is missing or broken
+
+    async def _fetch_jwks(self) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(_read_jwks, self._jwks_file)
+
+
+def _read_jwks(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the JWKS file {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+        raise ValueError(f"the JWKS file {path} is not a JSON Web Key Set (an object with a 'keys' list)")
+    return data
+
+
+class AnyOf(TokenVerifier):
+    """Accepts a token any of `verifiers` accepts (static tokens for scripts, JWTs for people), in order."""
+
+    def __init__(self, verifiers: list[TokenVerifier]) -> None:
+        super().__init__()
+        self.verifiers = verifiers
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        for verifier in self.verifiers:
+            if (accepted := await verifier.verify_token(token)) is not None:
+                return accepted
+        return None
+
+
+class _ProtectedResource(RemoteAuthProvider):
+    """RFC 9728 metadata at the path-suffixed URI and at the root one, which clients also try (MCP spec)."""
+
+    def get_routes(self, mcp_path: str | None = None) -> list[Route]:
+        routes = super().get_routes(mcp_path)
+        resource = self._get_resource_url(mcp_path)
+        if resource is not None and mcp_path not in (None, "", "/"):
+            root = create_protected_resource_routes(
+                resource_url=resource,
+                authorization_servers=self.authorization_servers,
+                scopes_supported=self.scopes_supported,
+            )
+            routes += [
+                Route("/.well-known/oauth-protected-resource", endpoint=r.endpoint, methods=["GET", "OPTIONS"])
+                for r in root
+            ]
+        return routes
+
+
+def base_url(settings: ServerSettings) -> str:
+    if settings.public_url:
+        return settings.public_url
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def resource_url(settings: ServerSettings) -> str:
+    """The MCP endpoint's canonical URL: what JWTs must name as their audience unless told otherwise."""
+    return base_url(settings).rstrip("/") + settings.path
+
+
+def _jwt_verifier(settings: ServerSettings) -> JWTVerifier | None:
+    options: dict[str, Any] = {
+        "issuer": settings.jwt_issuer,
+        "audience": settings.jwt_audience or resource_url(settings),
+        "algorithm": settings.jwt_algorithm,
+        "required_scopes": settings.jwt_required_scopes or None,
+    }
+    if settings.jwks_file is not None:
+        return JwksFileVerifier(settings.jwks_file, **options)
+    if settings.jwt_public_key_file is not None:
+        try:
+            key = settings.jwt_public_key_file.read_text()
+        except OSError as exc:
+            raise ValueError(f"cannot read the JWT public key file: {exc}") from None
+        if "PUBLIC KEY" not in key and "CERTIFICATE" not in key:
+            raise ValueError(f"{settings.jwt_public_key_file} holds no PEM public key")
+        return JWTVerifier(public_key=key, **options)
+    return None
+
+
+def auth_provider(settings: ServerSettings) -> AuthProvider | None:
+    """What checks HTTP clients' bearer tokens under `settings`; None when no token of any kind is configured."""
+    verifiers: list[TokenVerifier] = []
+    if tokens := settings.bearer_tokens():
+        verifiers.append(BearerTokens(tokens, scopes=settings.jwt_required_scopes))
+    jwt = _jwt_verifier(settings)
+    if jwt is not None:
+        verifiers.append(jwt)
+    if not verifiers:
+        return None
+    verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
+    if jwt is None or not settings.jwt_issuer:
+        return verifier
+    try:
+        issuer = AnyHttpUrl(settings.jwt_issuer)
+    except ValueError:
+        logger.warning("jwt_issuer %r is not a URL: no protected resource metadata is published", settings.jwt_issuer)
+        return verifier
+    return _ProtectedResource(
+        token_verifier=verifier,
+        authorization_servers=[issuer],
+        base_url=base_url(settings),
+        scopes_supported=settings.jwt_required_scopes or None,
+        required_scopes=settings.jwt_required_scopes or None,
+    )
