@@ -7,12 +7,12 @@ import re
 from typing import Annotated, Any, Literal
 
 import requests
-from mcp_server_core import Limit, Toolset, Unavailable
+from mcp_server_core import Cursor, Limit, Toolset, Unavailable
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
-from mcp_server_github.shapes import Cursor, Listing, RepoName, compact, fenced, fenced_lines, one_line
+from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line
 
 LOG_BYTES = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from mcp_server_core import InvalidArgument, Limit, Toolset
+from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
-    Cursor,
     Item,
     Listing,
     Number,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from mcp_server_core import InvalidArgument, Limit, Toolset
+from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset
 from pydantic import BaseModel, Field
 
 from mcp_server_github.client import GitHubApi
@@ -13,7 +13,6 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
-    Cursor,
     Item,
     Listing,
     Number,

@@ -9,13 +9,12 @@ import re
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from mcp_server_core import Conflict, InvalidArgument, Limit, Rendered, Toolset, decode_cursor, encode_cursor
+from mcp_server_core import Conflict, Cursor, InvalidArgument, Limit, Rendered, Toolset, decode_cursor, encode_cursor
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
-    Cursor,
     Item,
     Listing,
     RepoName,

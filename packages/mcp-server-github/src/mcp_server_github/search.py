@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from mcp_server_core import Limit, Toolset
+from mcp_server_core import Cursor, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
-from mcp_server_github.shapes import Cursor, Listing, compact, fenced_lines, one_line, split_repo
+from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, split_repo
 
 Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
 

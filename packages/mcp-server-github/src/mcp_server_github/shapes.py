@@ -13,8 +13,6 @@ from mcp_server_core import Rendered
 from mcp_server_core.untrusted import Cleaned, clean, fence
 from pydantic import Field, PrivateAttr
 
-# The helpers' Cursor says the same in 60 more bytes per list tool (tools/list budget).
-Cursor = Annotated[str | None, Field(description="next_cursor of the previous page", max_length=4096)]
 RepoName = Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name")]
 Number = Annotated[int, Field(ge=1)]
 BODY_CHARS = 6_000
