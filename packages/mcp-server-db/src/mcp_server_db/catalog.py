@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp_server_core import NotFound, did_you_mean
 from pydantic import BaseModel
 from sqlalchemy import Connection, bindparam, text
+from sqlalchemy.engine.reflection import ObjectKind
 
 from mcp_server_db.database import Database
 
@@ -141,6 +142,18 @@ def relations(db: Database, inspector: Any) -> list[Relation]:
         found += [Relation(prefix + n, schema, n, "table") for n in inspector.get_table_names(schema=schema)]
         found += [Relation(prefix + n, schema, n, "view") for n in inspector.get_view_names(schema=schema)]
     return sorted(found, key=lambda r: (r.kind, r.schema or "", r.name))
+
+
+def per_table(reflect: Callable[..., dict[Any, Any]], schemas: Iterable[str | None]) -> dict[Any, Any]:
+    """{(schema, table): [...]} from one SQLAlchemy get_multi_* query per schema; None is the default schema."""
+    found: dict[Any, Any] = {}
+    for schema in schemas:
+        found |= {(schema, name): value for (_s, name), value in reflect(schema=schema, kind=ObjectKind.ANY).items()}
+    return found
+
+
+def columns_text(columns: list[Any]) -> str:
+    return ", ".join(f"{c['name']} {c['type']}" for c in columns)
 
 
 def require(name: str, known: Iterable[str], *, noun: str = "table") -> None:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any
 from urllib.parse import quote, unquote
 
 from fastmcp.resources import FunctionResource, ResourceTemplate
 from mcp_server_core import ReferenceServer, ToolFailure, cut_to_budget
-from sqlalchemy.engine.reflection import ObjectKind
 
-from mcp_server_db.catalog import describe, fingerprint, relations
+from mcp_server_db.catalog import columns_text, describe, fingerprint, per_table, relations
 from mcp_server_db.database import Database
 
 __all__ = ["OVERVIEW", "SchemaResources", "table_uri"]
@@ -62,17 +60,8 @@ class SchemaResources:
         with self.db.connect() as connection:
             inspector = self.db.inspector(connection)
             found = relations(self.db, inspector)
-            # One catalog query per schema for every table's columns, not one per table.
-            columns: dict[tuple[str | None, str], list[Any]] = {}
-            for schema in {r.schema for r in found}:
-                multi = inspector.get_multi_columns(schema=schema, kind=ObjectKind.ANY)
-                columns |= {(schema, name): cols for (_s, name), cols in multi.items()}
-        lines = [
-            f"{r.kind} {r.qualified} ("
-            + ", ".join(f"{c['name']} {c['type']}" for c in columns.get((r.schema, r.name), []))
-            + ")"
-            for r in found
-        ]
+            columns = per_table(inspector.get_multi_columns, {r.schema for r in found})
+        lines = [f"{r.kind} {r.qualified} ({columns_text(columns.get((r.schema, r.name), []))})" for r in found]
         return cut_to_budget("\n".join(lines) or "No tables.", OVERVIEW_BYTES, "find_objects pages through the rest")
 
     def read_table(self, name: str) -> str:

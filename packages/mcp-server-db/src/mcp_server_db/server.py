@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable
 
 from mcp_server_core import ReferenceServer, ServerSpec, ToolFailure
 
@@ -26,10 +25,10 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     db = Database(settings.url, timeout_s=settings.statement_timeout_s, allow_write=settings.allow_write)
     writes = settings.allow_write and not settings.read_only
     toolsets = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
-    refresh_schema: list[Callable[[], None]] = []
     if writes:
-        # Listed only here: without --allow-write no tool can write, whatever --toolsets says.
-        toolsets.append(write_toolset(db, after_write=lambda: refresh_schema[0]()))
+        # Listed only here: without --allow-write no tool can write, whatever --toolsets says. `schema` is
+        # bound below, before any call can run: the resources need the server, the server needs its toolsets.
+        toolsets.append(write_toolset(db, after_write=lambda: schema.refresh()))
     server = ReferenceServer(
         "db",
         version=__version__,
@@ -40,7 +39,6 @@ def build_server(settings: DbSettings) -> ReferenceServer:
         read_only=settings.read_only,
     )
     schema = SchemaResources(server, db)
-    refresh_schema.append(schema.refresh)
     try:
         schema.refresh(announce=False)
     except ToolFailure as exc:  # the database is down at start: serve anyway, the poller catches up

@@ -17,9 +17,19 @@ from mcp_server_core import (
     encode_cursor,
 )
 from pydantic import BaseModel, Field
-from sqlalchemy.engine.reflection import ObjectKind
 
-from mcp_server_db.catalog import TableInfo, cell, describe, json_value, other_schemas, relations, require, resolve
+from mcp_server_db.catalog import (
+    TableInfo,
+    cell,
+    columns_text,
+    describe,
+    json_value,
+    other_schemas,
+    per_table,
+    relations,
+    require,
+    resolve,
+)
 from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
 from mcp_server_db.guard import check_one_statement, check_read_only
@@ -106,14 +116,6 @@ class QueryPlan(Rendered):
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
-def _per_table(reflect: Callable[..., dict[Any, Any]], schemas: list[str | None]) -> dict[Any, Any]:
-    """{(schema, table): [...]} from SQLAlchemy's get_multi_* over each schema; None is the default schema."""
-    found: dict[Any, Any] = {}
-    for schema in schemas:
-        found |= {(schema, name): value for (_s, name), value in reflect(schema=schema, kind=ObjectKind.ANY).items()}
-    return found
-
-
 def _matches(pattern: str, name: str) -> bool:
     glob = pattern.replace("%", "*").replace("_", "?") if "%" in pattern else pattern
     if not any(ch in glob for ch in "*?["):
@@ -150,8 +152,8 @@ def schema_toolset(db: Database) -> Toolset:
                     DbObject(kind="schema", name=s or default) for s in schemas if _matches(pattern, s or default)
                 ]
             # Columns and indexes of a whole schema in one catalog query each, not one per table.
-            columns = _per_table(inspector.get_multi_columns, schemas) if need_columns else {}
-            indexes = _per_table(inspector.get_multi_indexes, schemas) if "index" in wanted else {}
+            columns = per_table(inspector.get_multi_columns, schemas) if need_columns else {}
+            indexes = per_table(inspector.get_multi_indexes, schemas) if "index" in wanted else {}
             for rel in relations(db, inspector):
                 cols = columns.get((rel.schema, rel.name), [])
                 if rel.kind in wanted and _matches(pattern, rel.qualified):
@@ -159,7 +161,7 @@ def schema_toolset(db: Database) -> Toolset:
                     if detail == "summary":
                         info = f"({len(cols)} columns)"
                     elif detail == "full":
-                        info = "(" + ", ".join(f"{c['name']} {c['type']}" for c in cols) + ")"
+                        info = f"({columns_text(cols)})"
                     found.append(DbObject(kind=rel.kind, name=rel.qualified, info=info))
                 if "column" in wanted:
                     for c in cols:
