@@ -22,6 +22,7 @@ import pytest
 from mcp_server_core.testing import HttpWire, free_port, python_module, spawn_http_server
 
 from tests.conftest import SERVERS, change_trigger
+from tests.test_workers import CLIENTS
 
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx)")
@@ -119,7 +120,7 @@ def test_stateless_workers_behind_nginx_answer_every_call(tmp_path: Path) -> Non
                 result = wire.modern_request("tools/call", {"name": "run_query", "arguments": arguments})
                 return result["result"]["structuredContent"]["rows"] == [[n]]
 
-        with ThreadPoolExecutor(4) as pool:  # see CLIENTS in test_workers.py
+        with ThreadPoolExecutor(CLIENTS) as pool:
             assert all(pool.map(call, range(120)))
         # A Host the server was not told about is refused through the gateway too (DNS rebinding).
         with HttpWire(url, headers={"Host": "other.test"}) as stranger:

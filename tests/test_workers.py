@@ -22,10 +22,8 @@ from mcp_server_core.testing import HttpWire, StdioWire, python_module, spawn_ht
 from tests.conftest import SERVERS
 
 CALLS = 240
-CLIENTS = 4
-"""Concurrent clients. Kept at four: mcp-server-db 0.1.0 puts SQLite on SQLAlchemy's SingletonThreadPool,
-which closes connections other threads still use once more than five threads query, and the worker dies of
-SIGSEGV (bench/http_load.py shows it at 16 sessions). Raise this once the db server uses a QueuePool."""
+CLIENTS = 16
+"""Concurrent clients: more than the five threads at which SQLite on SingletonThreadPool crashed a worker."""
 
 
 def _children(pid: int) -> list[int]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_core import ReferenceServer
-from mcp_server_core.testing import ContractSuite, python_module, tools_list_bytes
+from mcp_server_core.testing import ContractSuite, StdioWire, python_module, tools_list_bytes
 from mcp_server_db.database import Database, sample_path
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
@@ -198,3 +198,29 @@ def test_the_url_comes_from_the_argument_or_the_environment(monkeypatch: pytest.
     monkeypatch.setenv("MCP_DB_URL", "sqlite:///other.db")
     assert DbSettings().url == "sqlite:///other.db"
     assert DbSettings(url="sqlite:///third.db").url == "sqlite:///third.db"
+
+
+def test_many_concurrent_reads_on_sqlite_each_get_their_own_rows() -> None:
+    # Forty calls in flight at once, each on its own worker thread: SQLAlchemy's default pool for SQLite
+    # (SingletonThreadPool) closed connections other threads still used and the process died of SIGSEGV.
+    slow = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 20000) SELECT :n, count(*) FROM r"
+    with StdioWire(python_module("mcp_server_db", "--schema-poll-s", "0")) as wire:
+        wire.initialize()
+        ids = range(500, 540)
+        for n in ids:
+            arguments = {"sql": slow, "params": {"n": n}}
+            wire.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": n,
+                    "method": "tools/call",
+                    "params": {"name": "run_query", "arguments": arguments},
+                }
+            )
+        answers = {}
+        while len(answers) < len(ids):
+            message = wire.receive(timeout=30)
+            if "id" in message:
+                answers[message["id"]] = message["result"]
+        assert wire.close() == 0
+    assert {n: answers[n]["structuredContent"]["rows"] for n in ids} == {n: [[n, 20000]] for n in ids}

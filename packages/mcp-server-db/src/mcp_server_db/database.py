@@ -14,6 +14,7 @@ from mcp_server_core import InvalidArgument, Refused, Unavailable, register_secr
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import QueuePool
 
 __all__ = ["Database", "sample_path"]
 
@@ -69,9 +70,12 @@ class Database:
             path = parsed.database or ""
             if not path or path == ":memory:" or not Path(path).exists():
                 raise ValueError(f"SQLite database file not found: {path or '(none)'}")
-            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "ro"))
+            # QueuePool, not the SingletonThreadPool SQLAlchemy picks for "sqlite://": that one closes connections
+            # other threads still use once more than five threads query at once (a crash under concurrent calls).
+            pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 32}
+            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "ro"), **pool)
             if allow_write:
-                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "rw"))
+                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "rw"), **pool)
         elif self.dialect in ("postgresql", "mysql", "mariadb"):
             if self.dialect == "postgresql" and parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")

@@ -195,10 +195,14 @@ class StdioWire:
             with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
         try:
-            return self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise WireError(f"the server did not exit within {timeout} s of stdin closing") from None
+        # The process may exit before the reader thread has taken its last lines from the pipe; a caller
+        # that reads raw_lines next must see every one of them.
+        self._reader.join(timeout=timeout)
+        return code
 
     def __enter__(self) -> StdioWire:
         return self
