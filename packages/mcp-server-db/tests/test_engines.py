@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from mcp_server_core.testing import free_port
 from mcp_server_db.database import Database
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
@@ -218,6 +219,18 @@ async def test_a_password_never_reaches_an_error() -> None:
     result = await _call(url, "run_query", {"sql": "SELECT 1"})
     assert result.is_error
     assert "hunter2secret" not in _text(result)
+
+
+@pytest.mark.parametrize("scheme", ["postgresql+psycopg", "mysql+pymysql"])
+async def test_a_database_nobody_listens_for_is_unreachable_not_a_bad_statement(scheme: str) -> None:
+    url = f"{scheme}://someone:hunter2secret@127.0.0.1:{free_port()}/nope"
+    result = await _call(url, "run_query", {"sql": "SELECT 1"})
+    assert result.is_error
+    text_ = _text(result)
+    assert "is unreachable" in text_, text_
+    assert "refused the statement" not in text_
+    assert "try again" in text_
+    assert "hunter2secret" not in text_
 
 
 @pytest.mark.parametrize("which", ["pg_url", "my_url"])

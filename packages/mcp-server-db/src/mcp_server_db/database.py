@@ -84,7 +84,14 @@ class Database:
             # A small pool: connecting costs more than most catalog reads. pre_ping replaces a connection the
             # server dropped (a restart) instead of failing the call; the session settings are re-asserted
             # at every checkout, so nothing one call did to its session survives into the next.
-            options: dict[str, Any] = {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 1800}
+            # connect_timeout: a host that drops packets would otherwise hold a call for the kernel's minutes.
+            options: dict[str, Any] = {
+                "pool_size": 2,
+                "max_overflow": 4,
+                "pool_pre_ping": True,
+                "pool_recycle": 1800,
+                "connect_args": {"connect_timeout": max(1, round(timeout_s))},
+            }
             self.engine = create_engine(parsed, **options)
             event.listen(self.engine, "checkout", self._read_only_session)
             if allow_write:
@@ -129,8 +136,10 @@ class Database:
         engine = self.writer if write else self.engine
         if engine is None:
             raise Refused("Writing is off.", hint="Start the server with --allow-write and a database URL.")
+        connected = False
         try:
             with engine.connect() as connection:
+                connected = True
                 raw: Any = connection.connection.dbapi_connection
                 if isinstance(raw, _SqliteConnection):
                     raw.deadline = time.monotonic() + self.timeout_s
@@ -143,7 +152,7 @@ class Database:
                         raw.deadline = 0.0
                     connection.rollback()
         except DBAPIError as exc:
-            raise self._failure(exc) from None
+            raise self._failure(exc, connecting=not connected) from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
@@ -152,16 +161,21 @@ class Database:
         if self.writer is not None:
             self.writer.dispose()
 
-    def _failure(self, exc: DBAPIError) -> Exception:
+    def _failure(self, exc: DBAPIError, *, connecting: bool) -> Exception:
         message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
         lowered = message.lower()
+        # Failing to connect is never the statement's fault, whatever the driver calls it (psycopg and
+        # PyMySQL both raise OperationalError for a refused or cut connection, as they do for bad SQL).
+        if connecting or exc.connection_invalidated or isinstance(exc.orig, OSError):
+            return Unavailable(
+                f"The database at {self.display_url} is unreachable: {message}",
+                hint="The call changed nothing; try again once the database is back.",
+            )
         if "interrupt" in lowered or "timeout" in lowered or "max_statement_time" in lowered or "cancel" in lowered:
             return Unavailable(
                 f"The statement ran past the {self.timeout_s:g} s timeout and was stopped.",
                 hint="Add a WHERE or LIMIT, or ask for less.",
             )
-        if exc.connection_invalidated or isinstance(exc.orig, OSError):
-            return Unavailable(f"The database at {self.display_url} is unreachable: {message}")
         return InvalidArgument(f"The database refused the statement: {message}")
 
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
