@@ -15,17 +15,27 @@ async def _call(fake: FakeSlack, name: str, arguments: dict[str, Any], **setting
         return await client.call_tool_mcp(name, arguments)
 
 
+async def _all_pages(
+    client: Client[Any], tool: str, arguments: dict[str, Any], key: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The items under `key` on every page, following next_cursor to the end, and the text of each page."""
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+    cursor = None
+    while True:
+        result = await client.call_tool(tool, {**arguments, **({"cursor": cursor} if cursor else {})})
+        texts.append(text_of(result))
+        page = result.structured_content or {}
+        items += page[key]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return items, texts
+
+
 async def test_list_channels_pages_every_kind_the_token_sees(fake: FakeSlack) -> None:
-    seen: list[str] = []
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            result = await client.call_tool("list_channels", {"limit": 100, **({"cursor": cursor} if cursor else {})})
-            page = result.structured_content or {}
-            seen += [c["id"] for c in page["channels"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
+        channels, _ = await _all_pages(client, "list_channels", {"limit": 100}, "channels")
+    seen = [c["id"] for c in channels]
     assert len(seen) == len(set(seen)) == 227  # 220 projects + 6 channels + 1 DM, over two Slack pages
     assert seen[:4] == ["C0BUSY000", "C0GENERAL", "C0OUTSIDE", "C10000001"]  # by name
     assert seen[-2:] == ["D0ALICE00", "C0OLDNEWS"]  # DMs after channels, archived last
@@ -102,16 +112,9 @@ async def test_an_injected_message_is_fenced_labelled_and_stripped(fake: FakeSla
 
 
 async def test_read_messages_pages_with_slack_cursors(fake: FakeSlack) -> None:
-    seen: list[str] = []
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            arguments = {"channel": "#busy", "limit": 40, **({"cursor": cursor} if cursor else {})}
-            page = (await client.call_tool("read_messages", arguments)).structured_content or {}
-            seen += [m["ts"] for m in page["messages"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
+        messages, _ = await _all_pages(client, "read_messages", {"channel": "#busy", "limit": 40}, "messages")
+    seen = [m["ts"] for m in messages]
     assert len(seen) == len(set(seen)) == 150
     cursors = [r.params.get("cursor") for r in fake.requests_of("conversations.history")]
     assert cursors[0] is None
@@ -125,18 +128,10 @@ async def test_read_messages_cut_for_its_budget_resumes_where_the_text_stopped(f
         {"type": "message", "user": "U0BOB0000", "text": f"{n} {long_text}", "ts": f"{1712345000 + n}.000000"}
         for n in range(20, 0, -1)
     ]
-    seen: list[str] = []
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            arguments = {"channel": "#random", "limit": 20, **({"cursor": cursor} if cursor else {})}
-            result = await client.call_tool("read_messages", arguments)
-            assert len(text_of(result).encode()) <= 21_000
-            page = result.structured_content or {}
-            seen += [m["ts"] for m in page["messages"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
+        messages, texts = await _all_pages(client, "read_messages", {"channel": "#random", "limit": 20}, "messages")
+    assert all(len(text.encode()) <= 21_000 for text in texts)
+    seen = [m["ts"] for m in messages]
     assert seen == [f"{1712345000 + n}.000000" for n in range(20, 0, -1)]
     latest = [r.params.get("latest") for r in fake.requests_of("conversations.history")]
     assert latest[0] is None
@@ -180,22 +175,10 @@ async def test_read_messages_thread_and_permalinks(fake: FakeSlack) -> None:
 
 
 async def test_a_thread_pages_without_repeating_its_first_message(fake: FakeSlack) -> None:
-    seen: list[str] = []
+    arguments = {"channel": "#general", "thread_ts": THREAD, "limit": 1}
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            arguments = {
-                "channel": "#general",
-                "thread_ts": THREAD,
-                "limit": 1,
-                **({"cursor": cursor} if cursor else {}),
-            }
-            page = (await client.call_tool("read_messages", arguments)).structured_content or {}
-            seen += [m["text"] for m in page["messages"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-    assert seen == ["Thread: who owns ops@example.com?", "me", "and @alice", "done"]
+        messages, _ = await _all_pages(client, "read_messages", arguments, "messages")
+    assert [m["text"] for m in messages] == ["Thread: who owns ops@example.com?", "me", "and @alice", "done"]
     assert fake.calls("conversations.replies") == 3
 
 
@@ -216,17 +199,9 @@ async def test_list_users_finds_by_email_id_handle_and_words(fake: FakeSlack) ->
 
 
 async def test_list_users_of_a_channel_pages_its_members(fake: FakeSlack) -> None:
-    seen: list[str] = []
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            arguments = {"channel": "#busy", "limit": 12, **({"cursor": cursor} if cursor else {})}
-            page = (await client.call_tool("list_users", arguments)).structured_content or {}
-            seen += [u["id"] for u in page["users"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-    assert seen == [f"U{n:08d}" for n in range(1, 31)]
+        users, _ = await _all_pages(client, "list_users", {"channel": "#busy", "limit": 12}, "users")
+    assert [u["id"] for u in users] == [f"U{n:08d}" for n in range(1, 31)]
     assert fake.calls("users.info") == 0
 
 
@@ -247,20 +222,11 @@ async def test_search_with_a_bot_token_slack_refuses_is_explained(fake: FakeSlac
 
 
 async def test_search_pages_across_channels_with_the_user_token(fake: FakeSlack) -> None:
-    seen: list[str] = []
-    texts: list[str] = []
     async with Client(make_server(fake)) as client:
-        cursor = None
-        while True:
-            arguments = {"query": "status update", "limit": 50, **({"cursor": cursor} if cursor else {})}
-            result = await client.call_tool("search_messages", arguments)
-            texts.append(text_of(result))
-            page = result.structured_content or {}
-            seen += [m["ts"] for m in page["messages"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-    assert len(set(seen)) == 150
+        messages, texts = await _all_pages(
+            client, "search_messages", {"query": "status update", "limit": 50}, "messages"
+        )
+    assert len({m["ts"] for m in messages}) == 150
     assert len(texts) == 3
     assert texts[0].startswith("Search 'status update': 150 match(es) in all: 50 message(s)")
     assert "[untrusted data: message in #busy by @user030" in texts[0]

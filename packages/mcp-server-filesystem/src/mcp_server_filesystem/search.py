@@ -48,6 +48,18 @@ class SearchOutcome:
     """(file relative to the start, matches of it already returned) when the limit stopped the search."""
 
 
+@dataclass(frozen=True)
+class _Query:
+    """What one search looks for: the same for every file and piece it scans."""
+
+    pattern: re.Pattern[Any]
+    on_bytes: bool
+    """Whether `pattern` runs on the bytes (else on the decoded text)."""
+    needle: bytes | None
+    """A case-sensitive literal every match contains, so most files are rejected by memchr."""
+    context: int
+
+
 def compile_query(query: str, *, regex: bool, ignore_case: bool) -> tuple[re.Pattern[Any], bool]:
     """The compiled pattern and whether it runs on bytes."""
     source = query if regex else re.escape(query)
@@ -143,8 +155,9 @@ def search_files(
 ) -> SearchOutcome:
     """Matching lines under `start`; `needle` (a case-sensitive literal) lets most files be rejected by memchr."""
     outcome = SearchOutcome()
+    query = _Query(pattern, on_bytes, needle, context)
     if start.parts and stat.S_ISREG(box.lstat(start).st_mode):
-        return _search_one(box, start, pattern, on_bytes, context, limit, resume, needle)
+        return _search_one(box, start, query, limit, resume)
     include = compile_glob(glob) if glob else None
     after, skip = resume if resume else (None, 0)
     prefix = "" if start.shown == "." else start.shown.rstrip("/") + "/"
@@ -157,7 +170,7 @@ def search_files(
             continue  # gone or swapped for a symlink since the walk saw it: never followed
         try:
             room = limit - outcome.matches
-            scanned = _scan_file(fd, pattern, on_bytes, needle, context, printable(prefix + entry.rel), skip, room)
+            scanned = _scan_file(fd, query, printable(prefix + entry.rel), skip, room)
         finally:
             os.close(fd)
         skip = 0
@@ -175,16 +188,7 @@ def search_files(
     return outcome
 
 
-def _scan_file(
-    fd: int,
-    pattern: re.Pattern[Any],
-    on_bytes: bool,
-    needle: bytes | None,
-    context: int,
-    shown: str,
-    skip: int,
-    room: int,
-) -> tuple[list[Hit], int, bool] | None:
+def _scan_file(fd: int, query: _Query, shown: str, skip: int, room: int) -> tuple[list[Hit], int, bool] | None:
     """Hits in one open file, or None if it is not a regular text file.
 
     A file up to WHOLE_FILE_BYTES is read in one call and scanned as one buffer. A bigger one is streamed in
@@ -198,7 +202,7 @@ def _scan_file(
         data = os.read(fd, info.st_size) if info.st_size else b""
         if b"\x00" in data[:SNIFF_BYTES]:
             return None
-        return _scan_piece(data, pattern, on_bytes, needle, context, shown, skip, room, 1)
+        return _scan_piece(data, query, shown, skip, room, 1)
     if b"\x00" in os.pread(fd, SNIFF_BYTES, 0):
         return None
     hits: list[Hit] = []
@@ -217,11 +221,7 @@ def _scan_file(
                 continue
             cut = len(data) - 1 if cut < 0 else cut
             data, carry = data[: cut + 1], data[cut + 1 :]
-        found = _scan_piece(
-            data, pattern, on_bytes, needle, context, shown, max(skip - consumed, 0), room - len(hits), line
-        )
-        assert found is not None
-        piece_hits, seen, stopped = found
+        piece_hits, seen, stopped = _scan_piece(data, query, shown, max(skip - consumed, 0), room - len(hits), line)
         hits.extend(piece_hits)
         consumed += seen
         if stopped:
@@ -232,39 +232,24 @@ def _scan_file(
 
 
 def _scan_piece(
-    data: bytes,
-    pattern: re.Pattern[Any],
-    on_bytes: bool,
-    needle: bytes | None,
-    context: int,
-    shown: str,
-    skip: int,
-    room: int,
-    first_line: int,
-) -> tuple[list[Hit], int, bool] | None:
-    if needle is not None and needle not in data:  # most files: one memchr-speed scan, nothing else
+    data: bytes, query: _Query, shown: str, skip: int, room: int, first_line: int
+) -> tuple[list[Hit], int, bool]:
+    if query.needle is not None and query.needle not in data:  # most files: one memchr-speed scan, nothing else
         return [], 0, False
-    buf: Any = data if on_bytes else data.decode("utf-8", "replace")
-    if pattern.search(buf) is None:
+    buf: Any = data if query.on_bytes else data.decode("utf-8", "replace")
+    if query.pattern.search(buf) is None:
         return [], 0, False
-    return _file_hits(buf, pattern, context, shown, skip, room, first_line)
+    return _file_hits(buf, query.pattern, query.context, shown, skip, room, first_line)
 
 
 def _search_one(
-    box: Sandbox,
-    location: Location,
-    pattern: re.Pattern[Any],
-    on_bytes: bool,
-    context: int,
-    limit: int,
-    resume: tuple[str, int] | None,
-    needle: bytes | None,
+    box: Sandbox, location: Location, query: _Query, limit: int, resume: tuple[str, int] | None
 ) -> SearchOutcome:
     """A search whose path is one file: that file, binary or not as the walk would decide."""
     outcome = SearchOutcome()
     skip = resume[1] if resume else 0
     with box.open_file(location) as (fd, _info):
-        scanned = _scan_file(fd, pattern, on_bytes, needle, context, location.shown, skip, limit)
+        scanned = _scan_file(fd, query, location.shown, skip, limit)
     if scanned is None:
         outcome.skipped = 1
         return outcome

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from mcp_server_filesystem.gitignore import IgnoreRules
 from mcp_server_filesystem.sandbox import _DIR_FLAGS, _READ_FLAGS, Location, Sandbox
 
-__all__ = ["Entry", "WalkOptions", "read_at", "read_entry", "walk"]
+__all__ = ["Entry", "WalkOptions", "walk"]
 
 MAX_GITIGNORE_BYTES = 256_000
 
@@ -151,30 +151,3 @@ def _walk_dir(
                 yield from _walk_dir(child, child_rel, parts, depth + 1, rules, prefix, options, next_after, inclusive)
             finally:
                 os.close(child)
-
-
-def read_entry(entry: Entry, max_bytes: int) -> bytes | None:
-    """The bytes of a regular file found by the walk (None if it changed kind, or is over max_bytes)."""
-    return read_at(entry.parent_fd, entry.name, max_bytes)
-
-
-def read_at(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        chunks = []
-        remaining = info.st_size
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 22))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    finally:
-        os.close(fd)

@@ -44,6 +44,13 @@ INFO_LOOKUPS_PER_CALL = 10
 """users.info calls one tool call may make for IDs a complete listing lacked (new or external people)."""
 
 
+def _unwrap(ref: str, link: re.Pattern[str]) -> str:
+    """The reference with white space trimmed, and the ID alone if it came as a mention (<@U…> or <#C…|name>)."""
+    text = ref.strip()
+    found = link.match(text)
+    return found.group(1) if found else text
+
+
 def _plain(value: object, limit: int = 120) -> str:
     """A name, title or topic someone typed: invisible characters out, one line, bounded length."""
     text = " ".join(strip_invisible(str(value or ""))[0].split())
@@ -154,6 +161,15 @@ class _Cache:
             self.overflowed = True  # a complete listing no longer fits: misses are looked up one by one
         return new
 
+    @property
+    def settled(self) -> bool:
+        """Nothing more to list: the listing is complete, or it no longer fits and misses are looked up."""
+        return self.complete or self.overflowed
+
+    def listing(self) -> tuple[list[Any], bool]:
+        """Everything cached, and whether that is the whole listing."""
+        return list(self.items.values()), self.complete and not self.overflowed
+
 
 class Directory:
     """Who and where: the names tools print and the IDs tools need, shared by every tool and resource."""
@@ -189,7 +205,7 @@ class Directory:
             missing = wanted - set(found)
             try:
                 pages = 0
-                while missing and not self._users.complete and not self._users.overflowed and pages < self.warm_pages:
+                while missing and not self._users.settled and pages < self.warm_pages:
                     pages += 1
                     # Taken from the page itself: in a workspace larger than the cache, the entries a call
                     # needs may already have been evicted by the rest of the page.
@@ -218,17 +234,14 @@ class Directory:
         with self._lock:
             self._users.expire()
             pages = 0
-            while not self._users.complete and not self._users.overflowed and pages < self.warm_pages:
+            while not self._users.settled and pages < self.warm_pages:
                 self._users_page()
                 pages += 1
-            return list(self._users.items.values()), self._users.complete and not self._users.overflowed
+            return self._users.listing()
 
     def find_user(self, query: str) -> User:
         """A user by ID, <@ID>, email, @handle, username or real name."""
-        text = query.strip()
-        link = _USER_LINK.match(text)
-        if link:
-            text = link.group(1)
+        text = _unwrap(query, _USER_LINK)
         if USER_ID.match(text):
             return self.user_by_id(text)
         if "@" in text and not text.startswith("@"):
@@ -282,19 +295,16 @@ class Directory:
         while pages < self.warm_pages:
             with self._lock:
                 self._channels.expire()
-                if self._channels.complete or self._channels.overflowed:
+                if self._channels.settled:
                     break
             self._channels_page()
             pages += 1
         with self._lock:
-            return list(self._channels.items.values()), self._channels.complete and not self._channels.overflowed
+            return self._channels.listing()
 
     def find_channel(self, ref: str) -> Channel:
         """A channel by ID, <#ID|name>, #name or name."""
-        text = ref.strip()
-        link = _CHANNEL_LINK.match(text)
-        if link:
-            text = link.group(1)
+        text = _unwrap(ref, _CHANNEL_LINK)
         if CHANNEL_ID.match(text):
             return self.channel_by_id(text)
         name = text.lstrip("#").casefold()
