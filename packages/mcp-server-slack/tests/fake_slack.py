@@ -135,6 +135,8 @@ class FakeSlack:
         self.unlisted: set[str] = set()
         """Users users.list leaves out, as Slack does with people of other organisations in shared channels."""
         self._failures: dict[str, list[_Failure]] = {}
+        self.latency_s: dict[str, float] = {}
+        """Seconds a method takes to answer, as the real Web API's few hundred milliseconds do."""
         self._lock = threading.Lock()
         self._counter = 0
         self.url = ""
@@ -296,6 +298,7 @@ class FakeSlack:
     # --- the API ---------------------------------------------------------------------------------------------
 
     def handle(self, method: str, params: dict[str, Any], token_kind: str | None) -> tuple[int, dict[str, str], Any]:
+        time.sleep(self.latency_s.get(method, 0.0))
         with self._lock:
             queued = self._failures.get(method)
             failure = queued.pop(0) if queued else None

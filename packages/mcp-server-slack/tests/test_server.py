@@ -120,6 +120,8 @@ async def test_a_newly_seen_channel_announces_a_resource(fake: FakeSlack) -> Non
     async def on_message(message: Any) -> None:
         heard.append(getattr(getattr(message, "root", message), "method", type(message).__name__))
 
+    # Each of the listing's two pages takes longer than the change hub's debounce window: still one notification.
+    fake.latency_s["conversations.list"] = 0.2
     async with Client(server, mode="legacy", message_handler=on_message) as client:
         before = {str(r.uri) for r in await client.list_resources()}
         assert before == {"slack://channels", "slack://users"}

@@ -281,7 +281,7 @@ class Directory:
                 cached: Channel = self._channels.items[channel_id]
                 return cached
         channel = Channel.from_api(self.api.call("conversations.info", channel=channel_id)["channel"])
-        self._remember([channel])
+        self._announce(self._remember([channel]))
         return channel
 
     def channels(self, ids: Iterable[str]) -> dict[str, Channel]:
@@ -292,13 +292,18 @@ class Directory:
     def all_channels(self) -> tuple[list[Channel], bool]:
         """Every channel the token can list after up to `warm_pages` more pages, and whether that is all."""
         pages = 0
-        while pages < self.warm_pages:
-            with self._lock:
-                self._channels.expire()
-                if self._channels.settled:
-                    break
-            self._channels_page()
-            pages += 1
+        new: list[Channel] = []
+        try:
+            while pages < self.warm_pages:
+                with self._lock:
+                    self._channels.expire()
+                    if self._channels.settled:
+                        break
+                new += self._channels_page()
+                pages += 1
+        finally:
+            # Once for the whole listing, not per page: a client hears one list_changed however slow Slack is.
+            self._announce(new)
         with self._lock:
             return self._channels.listing()
 
@@ -340,7 +345,8 @@ class Directory:
             self._channels.cursor, self._channels.complete = None, False
             return True
 
-    def _channels_page(self) -> None:
+    def _channels_page(self) -> list[Channel]:
+        """One more page of the channel listing; the channels it showed for the first time."""
         with self._lock:
             cursor = self._channels.cursor
             types = list(self._types)
@@ -370,12 +376,15 @@ class Directory:
             if next_cursor is None:
                 self._channels.complete = True
                 self._listed_at = time.monotonic()
-        self._remember(channels)
+        return self._remember(channels)
 
-    def _remember(self, channels: list[Channel]) -> None:
+    def _remember(self, channels: list[Channel]) -> list[Channel]:
+        """Cache the channels; the ones not cached before."""
         with self._lock:
             self._channels.expire()
-            new = [c for c in channels if self._channels.put(c.id, c)]
+            return [c for c in channels if self._channels.put(c.id, c)]
+
+    def _announce(self, new: list[Channel]) -> None:
         if new and self.on_new_channels is not None:
             self.on_new_channels(new)
 
