@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -16,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
-__all__ = ["Database", "sample_path"]
+__all__ = ["Database", "SchemaCache", "sample_path"]
 
 _SQLITE_DENY = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
 _SQLITE_WRITE_PRAGMAS = {"query_only", "writable_schema", "journal_mode", "schema_version", "user_version"}
@@ -52,11 +54,53 @@ class _SqliteConnection(sqlite3.Connection):
         return 1 if self.deadline and time.monotonic() > self.deadline else 0
 
 
+class SchemaCache:
+    """What reflection found, kept while the engine's schema version stays the same (SQLite's schema cookie).
+
+    Reflecting a table on SQLite costs a dozen catalog round trips, and resolving a name reads every table's
+    name; the cookie is one header read, and any CREATE, DROP or ALTER, from any connection or process, bumps
+    it, so an entry never outlives the schema it was read from. Engines without such a cheap validator
+    (`version` None) are not cached. Values are shared between calls: callers copy, never mutate them.
+    """
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def lookup(self, version: int | None, key: Hashable) -> Any:
+        """The value stored under `key` for this schema version, or None."""
+        if version is None:
+            return None
+        with self._lock:
+            if version != self._version:
+                self._entries.clear()
+                self._version = version
+                return None
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def store(self, version: int | None, key: Hashable, value: Any) -> None:
+        if version is None:
+            return
+        with self._lock:
+            if version != self._version:  # the schema moved on while this was read: keep only the newer entries
+                return
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
     def __init__(self, url: str | None, *, timeout_s: float = 10.0, allow_write: bool = False) -> None:
         self.timeout_s = timeout_s
+        self.schema_cache = SchemaCache()
         if url is None:
             if allow_write:
                 raise ValueError("the bundled sample database is read-only: give a database URL to write to")
@@ -183,3 +227,10 @@ class Database:
 
     def inspector(self, connection: Connection) -> Any:
         return inspect(connection)
+
+    def schema_version(self, connection: Connection) -> int | None:
+        """A number that changes whenever the schema does, if the engine has a cheap one (SQLite); else None."""
+        if self.dialect != "sqlite":
+            return None
+        value = connection.exec_driver_sql("PRAGMA schema_version").scalar()
+        return None if value is None else int(value)

@@ -16,7 +16,7 @@ from mcp_server_core import (
     decode_cursor,
     encode_cursor,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_db.catalog import (
     TableInfo,
@@ -63,9 +63,17 @@ class ObjectList(Rendered):
 class TableDescriptions(Rendered):
     # Plain objects in the schema: the nested models would cost tools/list 1.5 kB; the keys are TableInfo's.
     tables: list[dict[str, Any]]
+    _described: list[TableInfo] | None = PrivateAttr(default=None)  # what `tables` was dumped from
+
+    @classmethod
+    def of(cls, described: list[TableInfo]) -> TableDescriptions:
+        result = cls(tables=[t.model_dump(mode="json", exclude_none=True) for t in described])
+        result._described = described
+        return result
 
     def render(self) -> str:
-        return "\n\n".join(TableInfo.model_validate(t).render() for t in self.tables)
+        described = self._described or [TableInfo.model_validate(t) for t in self.tables]
+        return "\n\n".join(t.render() for t in described)
 
 
 class QueryResult(Rendered):
@@ -73,10 +81,11 @@ class QueryResult(Rendered):
     rows: list[list[Any]]
     truncated: bool
     next_cursor: str | None = None
+    _lines: list[str] | None = PrivateAttr(default=None)  # the rows as rendered, when run_query measured them
 
     def render(self) -> str:
         lines = ["\t".join(self.columns)]
-        lines += ["\t".join(cell(v) for v in row) for row in self.rows]
+        lines += self._lines if self._lines is not None else ["\t".join(cell(v) for v in row) for row in self.rows]
         noun = "row" if len(self.rows) == 1 else "rows"
         tail = f"({len(self.rows)} {noun}{', truncated' if self.truncated else ''})"
         lines.append(tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else ""))
@@ -186,7 +195,7 @@ def schema_toolset(db: Database) -> Toolset:
         """Use to see columns, keys, indexes, checks and sample rows of tables."""
         with db.connect() as connection:
             described = describe(db, connection, tables, sample=sample_rows)
-        return TableDescriptions(tables=[t.model_dump(mode="json", exclude_none=True) for t in described])
+        return TableDescriptions.of(described)
 
     return toolset
 
@@ -220,13 +229,18 @@ def query_toolset(db: Database) -> Toolset:
         rows = [[json_value(v) for v in row] for row in fetched[:limit]]
         more = len(fetched) > limit
         used = 0
+        lines = []  # each row's text line, measured here and rendered as is
         for index, row in enumerate(rows):
-            used += len("\t".join(cell(v) for v in row).encode()) + 1
+            line = "\t".join([cell(v) for v in row])
+            used += len(line.encode()) + 1
             if used > QUERY_BYTES and index > 0:
                 rows, more = rows[:index], True
                 break
+            lines.append(line)
         next_cursor = encode_cursor({"offset": offset + len(rows)}, scope=scope) if more else None
-        return QueryResult(columns=columns, rows=rows, truncated=more, next_cursor=next_cursor)
+        result = QueryResult(columns=columns, rows=rows, truncated=more, next_cursor=next_cursor)
+        result._lines = lines
+        return result
 
     return toolset
 
@@ -256,7 +270,7 @@ def analysis_toolset(db: Database) -> Toolset:
         """Use to see the most common values of a column, with counts."""
         with db.connect() as connection:
             inspector = db.inspector(connection)
-            (rel,) = resolve(db, inspector, [table])
+            (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
             require(column, [c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema)], noun="column")
             values, distinct, nulls = catalog_distinct_values(connection, rel, column, limit)
         return ValueCounts(values=values, distinct=distinct, nulls=nulls)

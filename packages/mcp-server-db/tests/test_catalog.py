@@ -1,0 +1,111 @@
+"""describe keeps what reflection found per schema version, and never serves it across a schema change."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp_server_db.catalog import describe
+from mcp_server_db.database import Database, SchemaCache, sample_path
+from mcp_server_db.server import build_server
+from mcp_server_db.settings import DbSettings
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    target = tmp_path / "shop.db"
+    shutil.copy(sample_path(), target)
+    return target
+
+
+def _describe(db: Database, *names: str) -> list[dict[str, Any]]:
+    with db.connect() as connection:
+        return [t.model_dump(exclude_none=True) for t in describe(db, connection, list(names))]
+
+
+def test_a_column_added_by_another_process_shows_at_the_next_describe(copy: Path) -> None:
+    db = Database(f"sqlite:///{copy}")
+    (before,) = _describe(db, "customers")
+    assert _describe(db, "customers") == [before]  # served from the cache: same answer
+    with sqlite3.connect(copy) as other:
+        other.execute("ALTER TABLE customers ADD COLUMN vip BOOLEAN")
+        other.execute("CREATE INDEX customers_by_vip ON customers (vip)")
+    (after,) = _describe(db, "customers")
+    assert [c["name"] for c in after["columns"]] == [*(c["name"] for c in before["columns"]), "vip"]
+    assert "customers_by_vip" in {ix["name"] for ix in after["indexes"]}
+
+
+def test_a_dropped_table_is_not_found_and_a_created_one_is(copy: Path) -> None:
+    db = Database(f"sqlite:///{copy}")
+    _describe(db, "order_items")
+    with sqlite3.connect(copy) as other:
+        other.execute("DROP TABLE order_items")
+        other.execute("CREATE TABLE audit (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(id))")
+    with pytest.raises(Exception, match="not found"):
+        _describe(db, "order_items")
+    (orders,) = _describe(db, "orders")
+    assert [fk["ref_table"] for fk in orders["referenced_by"]] == ["audit"]
+
+
+def test_rows_are_read_at_every_call_comments_and_row_estimate(copy: Path) -> None:
+    db = Database(f"sqlite:///{copy}")
+    (before,) = _describe(db, "customers")
+    with sqlite3.connect(copy) as other:  # data, not schema: the schema version does not move
+        other.execute("UPDATE schema_comments SET comment = 'changed' WHERE table_name = 'customers'")
+        other.execute("DELETE FROM order_items")
+        other.execute("DELETE FROM orders")
+        other.execute("DELETE FROM customers")
+    (after,) = _describe(db, "customers")
+    assert after["comment"] == "changed" != before.get("comment")
+    assert after["row_estimate"] == 0 < before["row_estimate"]
+
+
+def test_a_cached_description_is_the_same_as_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    db = Database(None)
+    names = ["customers", "orders", "order_items", "products", "order_totals"]
+    warm = [_describe(db, *names), _describe(db, *names)]
+    monkeypatch.setattr(SchemaCache, "lookup", lambda self, version, key: None)
+    assert warm == [_describe(db, *names)] * 2
+
+
+def test_foreign_keys_to_a_name_with_quotes_are_found(tmp_path: Path) -> None:
+    path = tmp_path / "quoted.db"
+    with sqlite3.connect(path) as db:
+        db.execute('CREATE TABLE "we""ird" (id INTEGER PRIMARY KEY)')
+        db.execute("CREATE TABLE plain (id INTEGER PRIMARY KEY)")
+        db.execute(
+            'CREATE TABLE child (id INTEGER PRIMARY KEY, w INTEGER REFERENCES "we""ird"(id),'
+            " p INTEGER REFERENCES [plain](id))"
+        )
+    (weird, plain) = _describe(Database(f"sqlite:///{path}"), 'we"ird', "plain")
+    assert weird["referenced_by"] == [{"columns": ["w"], "ref_table": "child", "ref_columns": ["id"]}]
+    assert plain["referenced_by"] == [{"columns": ["p"], "ref_table": "child", "ref_columns": ["id"]}]
+
+
+def test_the_cache_keeps_only_the_newest_version_and_a_bounded_number() -> None:
+    cache = SchemaCache(max_entries=2)
+    cache.lookup(1, "a")
+    cache.store(1, "a", "one")
+    assert cache.lookup(1, "a") == "one"
+    assert cache.lookup(2, "a") is None  # a new version drops everything
+    cache.store(1, "a", "stale")  # read under the old version while the schema moved on: not kept
+    assert cache.lookup(2, "a") is None
+    for key in "bcd":
+        cache.store(2, key, key)
+    assert [cache.lookup(2, k) for k in "bcd"] == [None, "c", "d"]
+    cache.store(None, "e", "e")
+    assert cache.lookup(None, "e") is None  # no version, no caching
+
+
+async def test_describe_tables_sees_a_write_made_through_execute_statement(copy: Path) -> None:
+    server = build_server(DbSettings(url=f"sqlite:///{copy}", allow_write=True, schema_poll_s=0))
+    async with Client(server) as client:
+        first = await client.call_tool("describe_tables", {"tables": ["products"]})
+        await client.call_tool("execute_statement", {"sql": "ALTER TABLE products ADD COLUMN weight REAL"})
+        second = await client.call_tool("describe_tables", {"tables": ["products"]})
+    assert "weight" not in first.content[0].text  # type: ignore[union-attr]
+    assert "  weight REAL" in second.content[0].text  # type: ignore[union-attr]
