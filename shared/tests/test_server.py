@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_server_core import ReferenceServer
+from mcp_server_core import ReferenceServer, Toolset
 from mcp_server_core.testing import ERAS
 
 from .conftest import SECRET, build
@@ -128,3 +128,57 @@ async def test_background_jobs_run_while_serving_and_shutdown_steps_follow_their
         await client.list_tools()
         assert events == ["started"]
     assert events == ["started", "cancelled", "closed"]
+
+
+async def test_a_call_past_the_call_timeout_is_an_error_at_the_deadline_and_the_server_goes_on() -> None:
+    import asyncio
+    import threading
+
+    released = threading.Event()  # what the sync tools wait on: an upstream that never finishes its answer
+    stopped: list[str] = []
+    blocking = Toolset("blocking", "Tools that wait")
+
+    @blocking.tool(title="Read slowly", read_only=True, open_world=True)
+    def read_slowly() -> str:
+        """Use to wait for an upstream in a worker thread."""
+        released.wait(30)
+        return "read"
+
+    @blocking.tool(title="Write slowly", read_only=False, open_world=True, destructive=False)
+    def write_slowly() -> str:
+        """Use to write through a slow upstream."""
+        released.wait(30)
+        return "written"
+
+    @blocking.tool(title="Wait forever", read_only=True, open_world=True)
+    async def wait_forever() -> str:
+        """Use to wait on the event loop."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.append("async tool cancelled")
+        return "never"
+
+    server = ReferenceServer("deadline", version="0", toolsets=[blocking])
+    server.call_timeout_s = 0.3
+    try:
+        async with Client(server) as client:
+            # The guard only keeps a regression from hanging the suite; the answers come at 0.3 s.
+            read, write, waited = await asyncio.wait_for(
+                asyncio.gather(
+                    client.call_tool_mcp("read_slowly", {}),
+                    client.call_tool_mcp("write_slowly", {}),
+                    client.call_tool_mcp("wait_forever", {}),
+                ),
+                timeout=20,
+            )
+            assert [read.is_error, write.is_error, waited.is_error] == [True, True, True]
+            assert "did not finish within 0.3 s" in text(read)
+            assert "Retry" in text(read)
+            assert "may still complete" in text(write)
+            assert stopped == ["async tool cancelled"]
+            released.set()
+            server.call_timeout_s = None
+            assert text(await client.call_tool_mcp("read_slowly", {})) == "read"
+    finally:
+        released.set()

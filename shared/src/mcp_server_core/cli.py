@@ -60,6 +60,7 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     common.add_argument("--stateless", action="store_const", const=True, help="HTTP without sessions (many workers)")
     common.add_argument("--workers", type=int, help="HTTP worker processes on one port (needs --stateless)")
     common.add_argument("--drain-timeout-s", type=float, help="on SIGTERM, seconds in-flight calls may take (10)")
+    common.add_argument("--call-timeout-s", type=float, help="longest one tool call may take (default 120)")
     common.add_argument("--max-body-bytes", type=int, help="largest HTTP request body (default 8 MiB)")
     common.add_argument("--read-only", action="store_const", const=True, help="register no tool that writes")
     common.add_argument("--toolsets", help="comma-separated toolsets, 'all' or 'default'")

@@ -5,6 +5,7 @@ This is the one place where errors are translated to the wire:
 - arguments that fail the input schema are an isError result naming each bad field (SEP-1303, 2025-11-25);
 - a `ToolFailure` raised by domain code is an isError result with its actionable message;
 - any other exception is an isError result with a short masked message, its traceback only in the log;
+- a call that outlives `call_timeout_s` is an isError result at the deadline, whatever it waits on;
 - every message is redacted of secrets.
 """
 
@@ -80,6 +81,8 @@ class ReferenceServer(FastMCP[Any]):
         # First in the SDK's chain, so every handshake-era connection is known before any handler runs.
         self._mcp_server.middleware[:0] = [self.changes.track, _explain_invalid_params]
         self.read_only = read_only
+        self.call_timeout_s: float | None = None
+        """The longest one tools/call may take before its client gets an isError (None: no bound); the CLI sets it."""
         self.toolsets = Toolsets(self, toolsets, read_only=read_only)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name)
@@ -151,7 +154,7 @@ class ReferenceServer(FastMCP[Any]):
         if not run_middleware:  # the inner call of fastmcp's middleware chain: translate once, outside it
             return await super().call_tool(name, arguments, version=version, run_middleware=False)
         try:
-            return await super().call_tool(name, arguments, version=version)
+            return await self._within_deadline(name, super().call_tool(name, arguments, version=version))
         except (NotFoundError, DisabledError) as exc:
             if await self.get_tool(name, version=version) is None:
                 known = [t.name for t in await self.list_tools()]
@@ -173,6 +176,39 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+
+    async def _within_deadline(self, name: str, call: Awaitable[ToolResult]) -> ToolResult:
+        """The call's result, or a ToolError once `call_timeout_s` has passed.
+
+        Cancelling is not enough: fastmcp runs a sync tool in a worker thread and waits for the thread, and a
+        thread blocked on an upstream that sends a byte now and then (no per-read timeout ends that) would
+        hold the answer for as long as the upstream likes. So the call runs as its own task and is waited for
+        only until the deadline; then it is cancelled, which stops an async tool at once, and a thread still
+        running finishes on its own with nobody waiting for its result.
+        """
+        if self.call_timeout_s is None:
+            return await call
+        task = asyncio.ensure_future(call)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self.call_timeout_s)
+        except TimeoutError:
+            task.add_done_callback(_forget)
+            task.cancel()
+            tool = await self.get_tool(name)
+            read_only = bool(tool and tool.annotations and tool.annotations.read_only_hint)
+            after = (
+                "Retry, or ask for less."
+                if read_only
+                else "It may still complete: check its effect before calling it again."
+            )
+            logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
+            raise ToolError(
+                f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
+                f"what it waits on is too slow right now. {after}"
+            ) from None
+        except asyncio.CancelledError:  # the client cancelled, or the server is stopping: stop the call too
+            task.cancel()
+            raise
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 
@@ -203,6 +239,12 @@ class ReferenceServer(FastMCP[Any]):
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """Take an abandoned call's outcome, so that asyncio does not log it as never retrieved."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.debug("an abandoned call ended in %s", type(task.exception()).__name__)
 
 
 async def _logged(job: Callable[[], Awaitable[None]]) -> None:

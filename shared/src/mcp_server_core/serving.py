@@ -172,6 +172,7 @@ def _exit_after_stdio_sigterm() -> None:
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:
     """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either)."""
     configure_logging(settings.log_level)
+    server.call_timeout_s = settings.call_timeout_s
     if settings.transport == "http":
         anyio.run(serve_http, server, settings)
     elif anyio.run(functools.partial(serve_stdio, server, drain_timeout=settings.drain_timeout_s)):
@@ -200,6 +201,7 @@ def _run_worker(build: Callable[[], ReferenceServer], settings: ServerSettings, 
         signal.signal(signum, signal.SIG_DFL)
     try:
         server = build()
+        server.call_timeout_s = settings.call_timeout_s
         anyio.run(serve_http, server, settings, sock)
     except ValueError as exc:
         print(f"worker {os.getpid()}: error: {exc}", file=sys.stderr)

@@ -41,6 +41,12 @@ class ServerSettings(BaseSettings):
     drain_timeout_s: float = Field(
         10.0, ge=0, le=300, description="on SIGTERM, how long calls in flight may take to finish before exit"
     )
+    call_timeout_s: float | None = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="longest one tool call may take; past it the client gets an isError at once",
+    )
     max_body_bytes: int = Field(
         8 * 1024 * 1024,
         ge=1024,

@@ -36,7 +36,8 @@ from mcp_server_core import (
     take_within_budget,
 )
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
@@ -146,6 +147,7 @@ class GitHubApi:
         self.api_url = settings.api_url.rstrip("/")
         self.allow: AllowList = settings.allow_list
         self.authenticated = token is not None
+        self.timeout_s = settings.timeout_s
         # Built now, connected on first use: the server starts without a network call.
         self.github = github.Github(
             base_url=self.api_url,
@@ -208,9 +210,11 @@ class GitHubApi:
                 headers["If-None-Match"] = cached[0]
         try:
             status, response_headers, text = self.github.requester.requestJson(verb, path, query, headers, body)
-        except requests.Timeout:
-            raise Unavailable(f"GitHub at {self.api_url} did not answer in time.", hint="Retry shortly.") from None
         except requests.RequestException as exc:
+            if _timed_out(exc):
+                raise Unavailable(
+                    f"GitHub at {self.api_url} did not answer within {self.timeout_s} s.", hint="Retry shortly."
+                ) from None
             raise Unavailable(
                 f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
                 hint="Check the network or GITHUB_API_URL, then retry.",
@@ -278,6 +282,21 @@ class GitHubApi:
         if self._login is None:
             self._login = str(self.get("/user", what="the authenticated user")["login"])
         return self._login
+
+
+def _timed_out(exc: requests.RequestException) -> bool:
+    """Whether GitHub took too long to answer, however requests words it.
+
+    requests turns a connect timeout into `Timeout` but not a read timeout: with `BoundedRetry(read=0)` an
+    answer that never comes arrives as `ConnectionError(MaxRetryError(ReadTimeoutError))`, and a body that stalls
+    after its headers as `ConnectionError(ReadTimeoutError)`. Read by type alone, a stalled GitHub was reported
+    as unreachable (issue 7). urllib3 derives `NewConnectionError` (refused, reset) from its timeout type for
+    old callers' sake; requests skips it the same way.
+    """
+    cause = exc.args[0] if exc.args else None
+    cause = getattr(cause, "reason", cause)  # MaxRetryError holds the last attempt's error
+    stalled = isinstance(cause, Urllib3Timeout) and not isinstance(cause, NewConnectionError)
+    return isinstance(exc, requests.Timeout) or stalled
 
 
 def _weight(item: Any) -> int:

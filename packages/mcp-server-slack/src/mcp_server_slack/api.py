@@ -104,7 +104,8 @@ class SlackApi:
                 self._clients[kind] = WebClient(
                     token=secret.get_secret_value(),
                     base_url=settings.api_url,
-                    timeout=int(max(settings.timeout_s, 1)),
+                    # Annotated int, but handed to urlopen as is: a float keeps 0.5 or 2.5 s what they say.
+                    timeout=settings.timeout_s,  # type: ignore[arg-type]
                     retry_handlers=[
                         BoundedRateLimitRetry(settings.max_retry_wait_s),
                         # One more try, after slack-sdk's short backoff, for a dropped connection or a 500/503.
