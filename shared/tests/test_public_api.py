@@ -20,6 +20,7 @@ PUBLIC = [
     "ReferenceServer",
     "Refused",
     "Rendered",
+    "ResourceSet",
     "ServerSettings",
     "ServerSpec",
     "ToolDefinition",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from fastmcp.server.providers import LocalProvider
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_server_core.testing import StdioWire, python_module
 from mcp_server_db.database import sample_path
@@ -65,6 +66,46 @@ async def test_every_table_is_a_resource_and_the_overview_lists_them() -> None:
     assert "db://tables/{name}" in templates
     assert "table orders (id INTEGER" in getattr(overview, "text", "")
     assert "FK (customer_id) -> customers(id)" in getattr(orders, "text", "")
+
+
+def _tables(path: Path, count: int) -> str:
+    with sqlite3.connect(path) as db:
+        for n in range(count):
+            db.execute(f"CREATE TABLE t{n:04d} (id INTEGER PRIMARY KEY)")
+    return _url(path)
+
+
+async def test_the_comparisons_made_to_serve_tables_do_not_grow_with_the_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fastmcp's local provider compares each resource added with every one it holds: registering tables one
+    by one made 5,000 tables take 16 s to start, and each table added later cost a scan of them all. Counted,
+    not timed: start, a table created by a write, listing and reading cost as many comparisons on 300 tables
+    as on 5."""
+    comparisons = 0
+    identity = LocalProvider._get_component_identity
+
+    def counted(self: LocalProvider, component: Any) -> Any:
+        nonlocal comparisons
+        comparisons += 1
+        return identity(self, component)
+
+    monkeypatch.setattr(LocalProvider, "_get_component_identity", counted)
+    counts, listed = [], []
+    for count in (5, 300):
+        comparisons = 0
+        server = build_server(
+            DbSettings(url=_tables(tmp_path / f"{count}.db", count), allow_write=True, schema_poll_s=0)
+        )
+        async with Client(server) as client:
+            await client.call_tool("execute_statement", {"sql": "CREATE TABLE added (id INTEGER)"})
+            listed.append({str(r.uri) for r in await client.list_resources()})
+            table = (await client.read_resource("db://tables/t0004"))[0]
+        counts.append(comparisons)
+        assert "TABLE t0004" in getattr(table, "text", "")
+    assert counts[0] == counts[1]
+    assert [len(uris) for uris in listed] == [5 + 2, 300 + 2]  # the tables, the one added, the overview
+    assert {"db://schema", "db://tables/added", "db://tables/t0299"} <= listed[1]
 
 
 async def test_describe_tables_shows_sample_rows_and_distinct_values_count_them() -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         register_secret,
     )
     from mcp_server_core.notifications import ChangeHub
+    from mcp_server_core.resources import ResourceSet
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
     from mcp_server_core.toolsets import Toolset
@@ -67,6 +68,7 @@ _EXPORTS = {
     "redact": "errors",
     "register_secret": "errors",
     "ChangeHub": "notifications",
+    "ResourceSet": "resources",
     "ReferenceServer": "server",
     "ServerSettings": "settings",
     "Toolset": "toolsets",
@@ -84,6 +86,7 @@ __all__ = [
     "ReferenceServer",
     "Refused",
     "Rendered",
+    "ResourceSet",
     "ServerSettings",
     "ServerSpec",
     "ToolDefinition",

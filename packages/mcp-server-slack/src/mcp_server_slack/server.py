@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import anyio.from_thread
 from fastmcp.resources import FunctionResource, ResourceTemplate
-from mcp_server_core import ReferenceServer, ServerSpec
+from mcp_server_core import ReferenceServer, ResourceSet, ServerSpec
 from mcp_server_core.untrusted import fence
 
 from mcp_server_slack import __version__
@@ -46,20 +46,20 @@ def build_server(settings: SlackSettings) -> SlackServer:
         raise ValueError("--allow-write needs --write-channels C123,#general: the channels writes may go to")
     api = SlackApi(settings)
     server: SlackServer | None = None
-    registered: set[str] = set()
+    # One provider for the channels, not add_resource each: fastmcp's local provider scans all it holds per add.
+    channels = ResourceSet()
     lock = threading.Lock()
 
-    def on_new_channels(channels: list[Channel]) -> None:
+    def on_new_channels(found: list[Channel]) -> None:
         current = server
         if current is None:
             return
         with lock:  # decided here, in the worker thread, so the event loop never waits on the directory
-            fresh = [c for c in channels if f"slack://channel/{c.id}" not in registered]
-            fresh = fresh[: max(CHANNEL_RESOURCES - len(registered), 0)]
-            registered.update(f"slack://channel/{c.id}" for c in fresh)
+            fresh = [c for c in found if _channel_uri(c) not in channels]
+            fresh = fresh[: max(CHANNEL_RESOURCES - len(channels), 0)]
+            channels.update(add=[_channel_resource(directory, c) for c in fresh])
         if fresh:
-            resources = [_channel_resource(directory, c) for c in fresh]
-            _run_on_loop(lambda: _announce(current, resources))
+            _run_on_loop(lambda: _announce(current))
 
     directory = Directory(
         api, ttl_s=settings.cache_ttl_s, max_items=settings.max_cached, on_new_channels=on_new_channels
@@ -78,6 +78,7 @@ def build_server(settings: SlackSettings) -> SlackServer:
     )
     server.api = api
     server.directory = directory
+    server.add_provider(channels)
     _add_directory_resources(server, directory)
     return server
 
@@ -90,18 +91,20 @@ def _run_on_loop(job: Callable[[], None]) -> None:
         job()
 
 
-def _announce(server: ReferenceServer, resources: list[FunctionResource]) -> None:
-    for resource in resources:
-        server.add_resource(resource)
+def _announce(server: ReferenceServer) -> None:
     server.changes.resources_changed()
     server.changes.resource_updated("slack://channels")
+
+
+def _channel_uri(channel: Channel) -> str:
+    return f"slack://channel/{channel.id}"
 
 
 def _channel_resource(directory: Directory, channel: Channel) -> FunctionResource:
     label = directory.label(channel)
     return FunctionResource.from_function(
         lambda: _channel_text(directory, directory.channel_by_id(channel.id)),
-        uri=f"slack://channel/{channel.id}",
+        uri=_channel_uri(channel),
         name=label,
         title=f"Slack {label}",
         description=f"What {label} is about and how big it is",
