@@ -9,12 +9,6 @@ is checked: the right id, no JSON-RPC error, isError false, the expected rows. R
 requests/s, p50/p95/p99 latency, errors (lost or wrong answers, which must be 0), and peak RSS (VmHWM) of each
 worker process. Bounded: 6 cells of DURATION_S seconds plus start-up, well under 3 minutes. Writes
 bench/results-http.md and exits 1 if any answer was lost or wrong, or a server process died.
-
-`--sqlite-queue-pool` runs the same matrix with the db server's SQLite engines on a QueuePool (applied by a
-launcher, the server otherwise as shipped) and writes bench/results-http-queuepool.md: mcp-server-db 0.1.0
-puts its SQLite sample on SQLAlchemy's default pool for a `sqlite://` URL, SingletonThreadPool, which closes
-connections still in use on other threads once more than five threads run queries, and the process dies
-with SIGSEGV under concurrent calls.
 """
 
 from __future__ import annotations
@@ -75,25 +69,8 @@ def _peak_rss_kib(pid: int) -> int:
     return 0
 
 
-QUEUE_POOL_LAUNCHER = """
-import sqlalchemy.pool
-import mcp_server_db.database as database
-shipped = database.create_engine
-def create_engine(url, **options):
-    if str(url) == "sqlite://":  # the fix proposed for mcp-server-db: a QueuePool, not SingletonThreadPool
-        options.setdefault("poolclass", sqlalchemy.pool.QueuePool)
-        options.setdefault("pool_size", 8)
-        options.setdefault("max_overflow", 32)
-    return shipped(url, **options)
-database.create_engine = create_engine
-from mcp_server_db import main
-main()
-"""
-
-
-def _start_server(workers: int, port: int, *, queue_pool: bool) -> subprocess.Popen[bytes]:
-    launch = ["-c", QUEUE_POOL_LAUNCHER] if queue_pool else ["-m", "mcp_server_db"]
-    argv = [sys.executable, *launch, "--transport", "http", "--stateless", "--port", str(port)]
+def _start_server(workers: int, port: int) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
     argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR"]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -192,9 +169,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def run_cell(workers: int, sessions: int, *, queue_pool: bool) -> Cell:
+def run_cell(workers: int, sessions: int) -> Cell:
     port = _free_port()
-    process = _start_server(workers, port, queue_pool=queue_pool)
+    process = _start_server(workers, port)
     cell = Cell(workers, sessions)
     pids = _children(process.pid) if workers > 1 else [process.pid]
     try:
@@ -212,13 +189,12 @@ def run_cell(workers: int, sessions: int, *, queue_pool: bool) -> Cell:
     return cell
 
 
-def render(cells: list[Cell], *, queue_pool: bool) -> str:
+def render(cells: list[Cell]) -> str:
     cpu = platform.processor() or platform.machine()
     with open("/proc/cpuinfo") as info:
         models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
     lines = [
-        "# mcp-server-db over stateless Streamable HTTP under load"
-        + (" (with the proposed SQLite QueuePool fix)" if queue_pool else ""),
+        "# mcp-server-db over stateless Streamable HTTP under load",
         "",
         "`uv run python bench/http_load.py` (or `make bench-http`), "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs "
@@ -241,31 +217,28 @@ def render(cells: list[Cell], *, queue_pool: bool) -> str:
     lines += [
         "",
         "Requests/s counts answered and checked requests after the warm-up. Errors are lost or wrong answers",
-        "(HTTP failure, JSON-RPC error, isError, wrong id or rows); the run fails if any is not 0. Both",
-        "processes share the machine's CPUs (and, here, other work), so the second worker adds little throughput;",
-        "what it must not add is a single lost or wrong answer.",
+        "(HTTP failure, JSON-RPC error, isError, wrong id or rows); the run fails if any is not 0. The client",
+        "and the workers share the machine's CPUs, so a second worker adds little throughput, and the kernel",
+        "gives a shared listening socket's connections to whichever worker accepts first (a peak RSS near 120",
+        "MiB is a worker that served almost nothing); what it must not add is a single lost or wrong answer.",
         "",
     ]
     if any(cell.crashed for cell in cells):
         lines += [
             "A server that exited -11 died of SIGSEGV; one that exited 1 was the --workers parent giving up after",
-            "its workers crashed repeatedly. mcp-server-db 0.1.0 opens its SQLite database on SQLAlchemy's default",
-            "pool for a `sqlite://` URL, SingletonThreadPool, which closes connections still in use by other",
-            "threads once more than five threads run queries. `--sqlite-queue-pool` measures the same matrix with",
-            "a QueuePool instead (bench/results-http-queuepool.md).",
+            "its workers crashed repeatedly.",
             "",
         ]
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    queue_pool = "--sqlite-queue-pool" in argv
-    out = HERE / ("results-http-queuepool.md" if queue_pool else "results-http.md")
+def main() -> int:
+    out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
     for workers in WORKERS:
         for sessions in SESSIONS:
-            cell = run_cell(workers, sessions, queue_pool=queue_pool)
+            cell = run_cell(workers, sessions)
             cells.append(cell)
             print(
                 f"workers={workers} sessions={sessions}: {len(cell.latencies)} requests, {len(cell.errors)} errors",
@@ -273,7 +246,7 @@ def main(argv: list[str]) -> int:
             )
             for error in cell.errors[:5]:
                 print(f"  {error}", file=sys.stderr)
-    report = render(cells, queue_pool=queue_pool)
+    report = render(cells)
     out.write_text(report)
     print(report)
     print(f"total {time.monotonic() - started:.0f} s", file=sys.stderr)
@@ -281,4 +254,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
