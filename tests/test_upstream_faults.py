@@ -376,6 +376,7 @@ def test_a_stalled_upstream_fails_the_call_after_the_timeout_while_ping_is_answe
     for _ in range(2):  # the second call proves the first left no stuck connection or worker behind
         outcome = _call_with_ping_in_flight(served)
         _assert_failed_within_bound(outcome, served, TIMED_OUT)
+        assert re.search(UNREACHABLE, outcome.text, re.IGNORECASE) is None, "it answered, slowly: " + outcome.text
         assert outcome.elapsed_s >= TIMEOUT_S, "the call gave up before the timeout: the stall did not end it"
         assert outcome.ping_s < TIMEOUT_S, "ping waited for the stalled call: the event loop was blocked"
     assert served.wire.request("ping")["result"] == {}

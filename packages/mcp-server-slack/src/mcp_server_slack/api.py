@@ -96,6 +96,7 @@ class SlackApi:
 
     def __init__(self, settings: SlackSettings) -> None:
         self.api_url = settings.api_url
+        self.timeout_s = settings.timeout_s
         self.has_user_token = settings.user_token is not None
         self.has_bot_token = settings.bot_token is not None
         self._clients: dict[str, WebClient] = {}
@@ -160,6 +161,11 @@ class SlackApi:
             raise Unavailable(f"Slack call {method} failed: {type(exc).__name__}.") from None
         except OSError as exc:  # URLError, timeouts, refused connections
             reason = getattr(exc, "reason", None) or exc
+            if isinstance(reason, TimeoutError):  # a read that stalled, or a connect that never completed
+                raise Unavailable(
+                    f"Slack at {self.api_url} did not answer within {self.timeout_s:g} s ({method}).",
+                    hint="Retry shortly.",
+                ) from None
             raise Unavailable(
                 f"Slack is unreachable at {self.api_url} ({type(exc).__name__}: {reason}).",
                 hint="Check the network or SLACK_API_URL, then retry.",
