@@ -12,7 +12,7 @@ from mcp_server_core.testing import free_port
 from mcp_server_db.database import Database
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -212,6 +212,35 @@ async def test_describe_tables_on_postgres_and_mariadb(pg_url: str, my_url: str)
         assert "CHECK" in text_
         assert "  <- parts(item_id)" in text_
         assert "  FK (item_id) -> items(id)" in text_
+
+
+async def test_describing_more_postgres_tables_adds_no_catalog_queries(pg_url: str) -> None:
+    """Reflected table by table, describe cost 8 catalog queries per table; batched, one per kind of fact for
+    them all. Only the row estimate is read per table (and a count where the table was never analysed)."""
+    owner = create_engine(pg_url)
+    with owner.begin() as connection:
+        for n in range(6):
+            connection.execute(text(f"CREATE TABLE wide{n} (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items)"))
+    owner.dispose()
+    statements: list[str] = []
+
+    def heard(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", heard)
+    try:
+        counts = []
+        async with Client(build_server(DbSettings(url=pg_url, schema_poll_s=0))) as client:
+            await client.call_tool_mcp("describe_tables", {"tables": ["items"]})  # once-per-connection lookups
+            for tables in (["wide0"], [f"wide{n}" for n in range(6)]):
+                statements.clear()
+                result = await client.call_tool_mcp("describe_tables", {"tables": tables})
+                assert not result.is_error, _text(result)
+                assert _text(result).count("FK (item_id) -> items(id)") == len(tables)
+                counts.append(len([s for s in statements if "pg_catalog" in s and "reltuples" not in s]))
+    finally:
+        event.remove(Engine, "before_cursor_execute", heard)
+    assert counts[0] == counts[1], counts
 
 
 async def test_a_password_never_reaches_an_error() -> None:
