@@ -218,9 +218,8 @@ def render(cells: list[Cell]) -> str:
         "",
         "Requests/s counts answered and checked requests after the warm-up. Errors are lost or wrong answers",
         "(HTTP failure, JSON-RPC error, isError, wrong id or rows); the run fails if any is not 0. The client",
-        "and the workers share the machine's CPUs, so a second worker adds little throughput, and the kernel",
-        "gives a shared listening socket's connections to whichever worker accepts first (a peak RSS near 120",
-        "MiB is a worker that served almost nothing); what it must not add is a single lost or wrong answer.",
+        "and the workers share the machine's CPUs, so two workers cannot double the throughput; one session",
+        "is one connection, served by one worker (the other's peak RSS stays near its idle 117 MiB).",
         "",
     ]
     if any(cell.crashed for cell in cells):

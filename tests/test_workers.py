@@ -1,20 +1,24 @@
 """Stateless Streamable HTTP from several worker processes on one port.
 
 Many clients at once, both protocol eras, tools/list and tools/call: every answer right, and both workers
-doing the work. A worker that dies is replaced; SIGTERM stops them all and exits 0; sessions without
---stateless are refused with several workers, since nothing routes a session back to its process.
+doing the work; a burst of connections spread over them. A worker that dies is replaced; SIGTERM stops them
+all and exits 0; a second server on the port is refused; sessions without --stateless are refused with
+several workers, since nothing routes a session back to its process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from mcp_server_core.testing import HttpWire, StdioWire, python_module, spawn_http_server
@@ -134,6 +138,70 @@ def test_a_port_in_use_is_refused_before_any_worker_starts(tmp_path: Path) -> No
         with StdioWire(argv) as wire:
             assert wire.proc.wait(timeout=30) == 2
             assert f"cannot listen on 127.0.0.1:{port}" in wire.stderr
+
+
+def test_a_second_copy_on_the_same_port_is_refused_not_joined(two_workers: tuple[str, Any], tmp_path: Path) -> None:
+    """The workers' listeners share the port by SO_REUSEPORT; a second server started by mistake on it must not
+    quietly take half its connections."""
+    url, process = two_workers
+    port = urlsplit(url).port
+    argv = [*SERVERS["db"](tmp_path), "--transport", "http", "--stateless", "--workers", "2", "--port", str(port)]
+    with StdioWire(argv) as wire:
+        assert wire.proc.wait(timeout=30) == 2
+        assert f"cannot listen on 127.0.0.1:{port}" in wire.stderr
+    assert _one_call(url, 1)[1]
+    assert process.poll() is None
+
+
+ESTABLISHED, LISTENING = "01", "0A"
+
+
+def _sockets_on(pid: int, port: int, state: str) -> int:
+    """Sockets on local `port` in TCP `state` that process `pid` holds (its socket inodes, looked up in the
+    kernel's TCP table)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                local_port, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[9]
+                count += local_port == port and fields[3] == state and inode in inodes
+    return count
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel spreads connections on Linux only")
+def test_connections_opened_at_once_are_spread_over_the_workers(two_workers: tuple[str, Any]) -> None:
+    """A gateway opens its keep-alive connections in a burst. On one shared socket the worker that woke first
+    accepted all 32; each worker's own SO_REUSEPORT listener gets its share (by hash of the client port:
+    fewer than 5 of 32 on one side happens once in 50,000 runs)."""
+    url, process = two_workers
+    workers = _children(process.pid)
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    deadline = time.monotonic() + 10
+    while not all(_sockets_on(pid, parts.port, LISTENING) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # each worker opens its listener just after the fork
+    connections = [socket.create_connection((parts.hostname, parts.port), timeout=10) for _ in range(32)]
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            accepted = {pid: _sockets_on(pid, parts.port, ESTABLISHED) for pid in workers}
+            if sum(accepted.values()) >= 32:
+                break
+            time.sleep(0.05)
+        assert sum(accepted.values()) == 32, accepted
+        assert min(accepted.values()) >= 5, f"connections per worker: {accepted}"
+    finally:
+        for connection in connections:
+            connection.close()
+    assert _one_call(url, 2)[1]
 
 
 def test_a_broken_jwks_file_is_refused_before_any_worker_starts(tmp_path: Path) -> None:

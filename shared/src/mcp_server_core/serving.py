@@ -6,9 +6,12 @@ steps (pools closed, files flushed) and exits 0:
 - stdio stops reading stdin and answers what it already read, as when stdin closes;
 - HTTP stops accepting connections and lets uvicorn finish the responses it owes.
 
-`--workers N` forks N processes that share one listening socket (the kernel spreads connections over them);
-each builds its own server after the fork, so nothing (pools, threads, event loops) is shared. The parent
-only supervises: it forwards SIGTERM / SIGINT, and replaces a worker that dies while serving.
+`--workers N` forks N processes on one port; each builds its own server after the fork, so nothing (pools,
+threads, event loops) is shared. On Linux each worker listens on its own SO_REUSEPORT socket and the kernel
+spreads new connections over them evenly: on one shared socket, whichever worker woke first accepted a whole
+burst (asyncio accepts up to 100 per wake-up), and 16 keep-alive sessions all landed on one worker. Elsewhere
+the workers share the parent's socket. The parent only supervises: it holds the port (bound, not listening,
+so it takes no connections), forwards SIGTERM / SIGINT, and replaces a worker that dies while serving.
 """
 
 from __future__ import annotations
@@ -179,27 +182,39 @@ def serve(server: ReferenceServer, settings: ServerSettings) -> None:
         _exit_after_stdio_sigterm()
 
 
-def _listen(host: str, port: int) -> socket.socket:
+SPREAD_BY_KERNEL = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+"""Linux balances connections over SO_REUSEPORT listeners; BSD and macOS give them all to one."""
+
+
+def _listen(host: str, port: int, *, reuse_port: bool = False, listen: bool = True) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it
     # Nagle's algorithm meets delayed ACKs and every response waits ~40 ms.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
         raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(2048)
+    if listen:
+        sock.listen(2048)
     sock.set_inheritable(True)
     return sock
 
 
 def _run_worker(build: Callable[[], ReferenceServer], settings: ServerSettings, sock: socket.socket) -> int:
-    """A forked worker's whole life: its own server, event loop and uvicorn on the shared socket."""
+    """A forked worker's whole life: its own server, event loop and uvicorn on the parent's socket or, where
+    the kernel spreads connections, on a listener of its own on the port the parent holds."""
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     try:
+        if SPREAD_BY_KERNEL:
+            port = sock.getsockname()[1]
+            sock.close()
+            sock = _listen(settings.host, port, reuse_port=True)
         server = build()
         server.call_timeout_s = settings.call_timeout_s
         anyio.run(serve_http, server, settings, sock)
@@ -217,7 +232,13 @@ def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings
     if not hasattr(os, "fork"):
         raise ValueError("--workers needs os.fork (Linux, macOS); run one process per port behind the gateway")
     configure_logging(settings.log_level)
-    sock = _listen(settings.host, settings.port)
+    sock = _listen(settings.host, settings.port, listen=not SPREAD_BY_KERNEL)
+    if SPREAD_BY_KERNEL:
+        # Bound first without SO_REUSEPORT, so a port anyone holds (a second copy of this server included) is
+        # refused rather than shared; then held with it, for the workers' listeners to join.
+        port = sock.getsockname()[1]
+        sock.close()
+        sock = _listen(settings.host, port, reuse_port=True, listen=False)
     workers: dict[int, float] = {}  # pid -> start time
     stopping = False
     quick_deaths = 0
