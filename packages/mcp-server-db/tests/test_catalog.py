@@ -64,6 +64,25 @@ def test_rows_are_read_at_every_call_comments_and_row_estimate(copy: Path) -> No
     assert after["row_estimate"] == 0 < before["row_estimate"]
 
 
+def test_a_big_sqlite_table_is_estimated_not_counted_row_by_row(tmp_path: Path) -> None:
+    """count(*) reads every row (13.5 ms on 1M rows, seconds on 100M): past 100,000 rows describe reads the
+    largest rowid instead. Rows deleted from the middle show that no full count ran."""
+    path = tmp_path / "big.db"
+    rows = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 250000) SELECT i, i FROM n"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, v INTEGER)")
+        db.execute(f"INSERT INTO big (id, v) {rows}")
+        db.execute("DELETE FROM big WHERE id BETWEEN 1000 AND 1999")
+        db.execute("CREATE TABLE keyed (k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID")
+        db.execute(f"INSERT INTO keyed (k, v) {rows}")
+        db.execute("CREATE TABLE small (id INTEGER PRIMARY KEY)")
+        db.execute("INSERT INTO small VALUES (1), (2), (3)")
+    big, keyed, small = _describe(Database(f"sqlite:///{path}"), "big", "keyed", "small")
+    assert big["row_estimate"] == 250_000  # 249,000 rows; the estimate is the largest rowid
+    assert keyed["row_estimate"] == 250_000  # no rowid to read: counted whole
+    assert small["row_estimate"] == 3
+
+
 def test_a_cached_description_is_the_same_as_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
     db = Database(None)
     names = ["customers", "orders", "order_items", "products", "order_totals"]

@@ -12,6 +12,7 @@ from mcp_server_core import NotFound, did_you_mean
 from pydantic import BaseModel
 from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.engine.reflection import ObjectKind
+from sqlalchemy.exc import OperationalError
 
 from mcp_server_db.database import Database
 
@@ -444,6 +445,27 @@ def _sqlite_comments(
     return {(r[0], r[1]): r[2] for r in rows}
 
 
+SQLITE_EXACT_ROWS = 100_000
+"""Rows SQLite counts exactly for describe; it keeps no row count, and count(*) reads every row (13.5 ms on
+1M rows, over a second per table on 100M)."""
+
+
+def _sqlite_rows(connection: Connection, table: str) -> int:
+    """Exact up to SQLITE_EXACT_ROWS; past that the largest rowid, as good an estimate as one index seek buys
+    (deleted rows make it high). A WITHOUT ROWID table has none and is counted whole."""
+    head = f"SELECT 1 FROM {table} LIMIT {SQLITE_EXACT_ROWS + 1}"  # noqa: S608 - quoted identifier
+    counted = int(connection.execute(text(f"SELECT count(*) FROM ({head})")).scalar_one())  # noqa: S608
+    if counted <= SQLITE_EXACT_ROWS:
+        return counted
+    try:
+        largest = connection.execute(text(f"SELECT max(_rowid_) FROM {table}")).scalar()  # noqa: S608
+    except OperationalError:  # no such column: a WITHOUT ROWID table
+        largest = None
+    if largest is None:
+        return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())  # noqa: S608
+    return max(int(largest), counted)
+
+
 def _row_estimate(db: Database, connection: Connection, rel: Relation) -> int | None:
     table = quote(connection, rel.name, rel.schema)
     try:
@@ -454,7 +476,7 @@ def _row_estimate(db: Database, connection: Connection, rel: Relation) -> int | 
             if value is not None and value < 0:  # never analysed
                 value = connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()  # noqa: S608
         elif db.dialect == "sqlite":
-            value = connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()  # noqa: S608
+            value = _sqlite_rows(connection, table)
         else:
             value = connection.execute(
                 text(
