@@ -45,6 +45,19 @@ def test_print_config_for_vscode_uses_its_servers_shape() -> None:
     }
 
 
+def test_print_config_names_the_environment_the_host_must_set_never_its_values(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DEMO_TOKEN", "s3cret-from-this-shell")
+    spec = ServerSpec(
+        "mcp-server-demo", "A demo.", DemoSettings, build, add_arguments, host_env=lambda _s: {"DEMO_TOKEN": "…"}
+    )
+    run(spec, ["--print-config", "cursor"])
+    out = capsys.readouterr().out
+    assert json.loads(out)["mcpServers"]["demo"]["env"] == {"DEMO_TOKEN": "…"}
+    assert "s3cret" not in out
+
+
 def test_the_command_line_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_DEMO_PORT", "9000")
     monkeypatch.setenv("MCP_DEMO_ALLOWED_ORIGINS", "https://a.example, https://b.example")

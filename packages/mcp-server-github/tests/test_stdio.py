@@ -68,6 +68,7 @@ def test_print_config_gives_a_host_snippet_without_the_token(host: str) -> None:
     snippet = json.loads(out)
     servers = snippet["servers" if host == "vscode" else "mcpServers"]
     assert servers["github"]["args"] == ["mcp-server-github", "--repos", "acme/*"]
+    assert servers["github"]["env"] == {"GITHUB_TOKEN": "your-github-token"}  # a name to fill in, not our token
     assert TOKEN not in out
 
 

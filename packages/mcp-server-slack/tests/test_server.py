@@ -222,3 +222,23 @@ async def test_any_channel_reads_through_the_template(fake: FakeSlack) -> None:
     assert getattr(content, "text", "").startswith("G0SECRET0 #secret-plans (private)\nmembers: 3")
     assert "slack://channel/G0SECRET0" in listed  # seen now, so listed on its own
     assert fake.calls() == 1
+
+
+@pytest.mark.parametrize("with_file", [False, True])
+def test_print_config_asks_the_host_for_a_token_unless_a_file_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_file: bool
+) -> None:
+    from mcp_server_core.cli import run
+    from mcp_server_slack.server import SPEC
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # the shell's own token must not reach the snippet
+    extra = ["--token-file", str(token_file(tmp_path, BOT_TOKEN))] if with_file else []
+    run(SPEC, [*extra, "--print-config", "claude"])
+    out = capsys.readouterr().out
+    entry = json.loads(out)["mcpServers"]["slack"]
+    assert BOT_TOKEN not in out
+    if with_file:
+        assert "env" not in entry
+        assert entry["args"] == ["mcp-server-slack", *extra]
+    else:
+        assert entry["env"] == {"SLACK_BOT_TOKEN": "xoxb-your-bot-token"}

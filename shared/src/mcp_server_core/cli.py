@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -40,6 +40,10 @@ class ServerSpec(Generic[S]):
     build: Callable[[S], ReferenceServer]
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     """Adds the server's own arguments; each `dest` must be a field of `settings`."""
+    host_env: Callable[[S], Mapping[str, str]] | None = None
+    """What the host must put in the server's environment (its tokens), by name with a placeholder for the
+    value, given the settings the command line made. `--print-config` writes these; it never copies a value
+    from the environment it runs in."""
 
 
 def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
@@ -77,10 +81,15 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     return parser
 
 
-def host_config(host: str, distribution: str, args: Sequence[str]) -> dict[str, Any]:
-    """The snippet that registers this server, with these arguments, in a host's MCP configuration."""
+def host_config(
+    host: str, distribution: str, args: Sequence[str], env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The snippet that registers this server, with these arguments and environment, in a host's MCP
+    configuration."""
     name = distribution.removeprefix("mcp-server-")
-    launch = {"command": "uvx", "args": [distribution, *args]}
+    launch: dict[str, Any] = {"command": "uvx", "args": [distribution, *args]}
+    if env:
+        launch["env"] = dict(env)
     if host == "vscode":
         return {"servers": {name: {"type": "stdio", **launch}}}
     return {"mcpServers": {name: launch}}
@@ -112,7 +121,8 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         parser.error(problems)
     if print_config:
-        print(json.dumps(host_config(print_config, spec.distribution, _without_print_config(argv)), indent=2))
+        env = spec.host_env(settings) if spec.host_env is not None else {}
+        print(json.dumps(host_config(print_config, spec.distribution, _without_print_config(argv), env), indent=2))
         return
     try:
         if settings.workers > 1:

@@ -66,4 +66,6 @@ SPEC = ServerSpec(
     settings=GitHubSettings,
     build=build_server,
     add_arguments=add_arguments,
+    # Without a token only public data is readable, at 60 requests an hour: the snippet asks for one.
+    host_env=lambda _settings: {"GITHUB_TOKEN": "your-github-token"},
 )

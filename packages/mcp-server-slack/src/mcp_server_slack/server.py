@@ -195,10 +195,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def host_env(settings: SlackSettings) -> dict[str, str]:
+    """A host snippet needs a token unless --token-file names one."""
+    return {} if settings.token_file is not None else {"SLACK_BOT_TOKEN": "xoxb-your-bot-token"}
+
+
 SPEC = ServerSpec(
     distribution="mcp-server-slack",
     summary="Slack over MCP: channels, history, threads, people and search; writes only to allowed channels.",
     settings=SlackSettings,
     build=build_server,
     add_arguments=add_arguments,
+    host_env=host_env,
 )
