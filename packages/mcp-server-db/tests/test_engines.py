@@ -214,13 +214,23 @@ async def test_describe_tables_on_postgres_and_mariadb(pg_url: str, my_url: str)
         assert "  FK (item_id) -> items(id)" in text_
 
 
-async def test_describing_more_postgres_tables_adds_no_catalog_queries(pg_url: str) -> None:
-    """Reflected table by table, describe cost 8 catalog queries per table; batched, one per kind of fact for
-    them all. Only the row estimate is read per table (and a count where the table was never analysed)."""
-    owner = create_engine(pg_url)
+PER_TABLE = ("SELECT count(*)", "SHOW CREATE TABLE")
+"""What describe may still run once per table: a count where PostgreSQL never analysed the table, and the
+statement SQLAlchemy reflects a MariaDB table from."""
+
+
+@pytest.mark.parametrize("which", ["pg_url", "my_url"])
+async def test_describing_more_tables_adds_no_catalog_queries(which: str, request: pytest.FixtureRequest) -> None:
+    """Table by table, describing 6 tables took 59 statements on PostgreSQL against 14 for one, and 15 on
+    MariaDB against 5 (besides its SHOW CREATE TABLE each); batched, one per kind of fact for them all, row
+    estimates and MariaDB's column checks included."""
+    url = request.getfixturevalue(which)
+    owner = create_engine(url)
     with owner.begin() as connection:
         for n in range(6):
-            connection.execute(text(f"CREATE TABLE wide{n} (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items)"))
+            connection.execute(
+                text(f"CREATE TABLE wide{n} (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items (id))")
+            )
     owner.dispose()
     statements: list[str] = []
 
@@ -230,14 +240,14 @@ async def test_describing_more_postgres_tables_adds_no_catalog_queries(pg_url: s
     event.listen(Engine, "before_cursor_execute", heard)
     try:
         counts = []
-        async with Client(build_server(DbSettings(url=pg_url, schema_poll_s=0))) as client:
+        async with Client(build_server(DbSettings(url=url, schema_poll_s=0))) as client:
             await client.call_tool_mcp("describe_tables", {"tables": ["items"]})  # once-per-connection lookups
             for tables in (["wide0"], [f"wide{n}" for n in range(6)]):
                 statements.clear()
                 result = await client.call_tool_mcp("describe_tables", {"tables": tables})
                 assert not result.is_error, _text(result)
                 assert _text(result).count("FK (item_id) -> items(id)") == len(tables)
-                counts.append(len([s for s in statements if "pg_catalog" in s and "reltuples" not in s]))
+                counts.append(len([s for s in statements if not s.lstrip().startswith(PER_TABLE)]))
     finally:
         event.remove(Engine, "before_cursor_execute", heard)
     assert counts[0] == counts[1], counts

@@ -204,6 +204,7 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
             db.schema_cache.store(version, ("table", info.name), info)
             reflected[info.name] = info
     comments = _sqlite_comments(db, connection, known_relations(db, inspector, version))
+    estimates = _row_estimates(db, connection, [r for r in wanted if r.kind == "table"])
     described = []
     for rel in wanted:
         info = reflected[rel.qualified]
@@ -222,7 +223,7 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
         }
         if rel.kind == "table":
             update["comment"] = info.comment or comments.get((rel.name, None))
-            update["row_estimate"] = _row_estimate(db, connection, rel)
+            update["row_estimate"] = estimates.get(rel.qualified)
         described.append(info.model_copy(update=update))
     return described
 
@@ -256,6 +257,7 @@ def _reflect(
     indexes = each(inspector.get_multi_indexes, tables, ObjectKind.TABLE)
     unique = each(inspector.get_multi_unique_constraints, tables, ObjectKind.TABLE)
     checks = each(inspector.get_multi_check_constraints, tables, ObjectKind.TABLE)
+    column_checks = _mariadb_checks(db, connection, tables)
     described = []
     for rel in rels:
         facts: dict[str, Any] = {}
@@ -278,7 +280,7 @@ def _reflect(
                     for ix in indexes.get(name, [])
                 ],
                 "unique": [list(u["column_names"]) for u in unique.get(name, [])],
-                "checks": [str(ck["sqltext"]) for ck in checks.get(name, [])] or _mariadb_checks(db, connection, rel),
+                "checks": [str(ck["sqltext"]) for ck in checks.get(name, [])] or column_checks.get(name, []),
             }
         columns_of = [
             ColumnInfo(
@@ -450,9 +452,17 @@ SQLITE_EXACT_ROWS = 100_000
 1M rows, over a second per table on 100M)."""
 
 
-def _sqlite_rows(connection: Connection, table: str) -> int:
+def _sqlite_rows(connection: Connection, table: str) -> int | None:
     """Exact up to SQLITE_EXACT_ROWS; past that the largest rowid, as good an estimate as one index seek buys
-    (deleted rows make it high). A WITHOUT ROWID table has none and is counted whole."""
+    (deleted rows make it high). A WITHOUT ROWID table has none and is counted whole. None for a table that
+    cannot be read (a virtual table whose module is not loaded)."""
+    try:
+        return _sqlite_count(connection, table)
+    except OperationalError:
+        return None
+
+
+def _sqlite_count(connection: Connection, table: str) -> int:
     head = f"SELECT 1 FROM {table} LIMIT {SQLITE_EXACT_ROWS + 1}"  # noqa: S608 - quoted identifier
     counted = int(connection.execute(text(f"SELECT count(*) FROM ({head})")).scalar_one())  # noqa: S608
     if counted <= SQLITE_EXACT_ROWS:
@@ -466,39 +476,49 @@ def _sqlite_rows(connection: Connection, table: str) -> int:
     return max(int(largest), counted)
 
 
-def _row_estimate(db: Database, connection: Connection, rel: Relation) -> int | None:
-    table = quote(connection, rel.name, rel.schema)
+def _row_estimates(db: Database, connection: Connection, rels: list[Relation]) -> dict[str, int | None]:
+    """Row estimates of tables, by qualified name: one catalog query for them all on PostgreSQL and MariaDB
+    (a count only for a PostgreSQL table never analysed); SQLite counts (`_sqlite_rows`)."""
+    tables = {rel.qualified: quote(connection, rel.name, rel.schema) for rel in rels}
+    if not tables:
+        return {}
+    if db.dialect == "sqlite":
+        return {qualified: _sqlite_rows(connection, table) for qualified, table in tables.items()}
     try:
         if db.dialect == "postgresql":
-            value = connection.execute(
-                text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}
-            ).scalar()
-            if value is not None and value < 0:  # never analysed
-                value = connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()  # noqa: S608
-        elif db.dialect == "sqlite":
-            value = _sqlite_rows(connection, table)
+            statement = text(
+                "SELECT t, (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(t))"
+                " FROM unnest(CAST(:tables AS text[])) AS t"
+            )
+            known: dict[str, Any] = dict(
+                connection.execute(statement, {"tables": list(tables.values())}).tuples().all()
+            )
+            found = {qualified: known.get(table) for qualified, table in tables.items()}
+            for qualified, value in found.items():
+                if value is not None and value < 0:  # never analysed
+                    count = text(f"SELECT count(*) FROM {tables[qualified]}")  # noqa: S608 - quoted identifier
+                    found[qualified] = connection.execute(count).scalar()
         else:
-            value = connection.execute(
-                text(
-                    "SELECT table_rows FROM information_schema.tables"
-                    " WHERE table_schema = DATABASE() AND table_name = :t"
-                ),
-                {"t": rel.name},
-            ).scalar()
+            statement = text(
+                "SELECT table_name, table_rows FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name IN :names"
+            ).bindparams(bindparam("names", expanding=True))
+            known = dict(connection.execute(statement, {"names": [r.name for r in rels]}).tuples().all())
+            found = {rel.qualified: known.get(rel.name) for rel in rels}
     except Exception:
-        return None
-    return None if value is None else int(value)
+        return dict.fromkeys(tables)
+    return {qualified: None if value is None else int(value) for qualified, value in found.items()}
 
 
-def _mariadb_checks(db: Database, connection: Connection, rel: Relation) -> list[str]:
+def _mariadb_checks(db: Database, connection: Connection, names: list[str]) -> dict[str, list[str]]:
     """SQLAlchemy's MySQL dialect misses MariaDB's column-level CHECKs; information_schema has them all."""
-    if db.dialect not in ("mysql", "mariadb"):
-        return []
-    rows = connection.execute(
-        text(
-            "SELECT check_clause FROM information_schema.check_constraints"
-            " WHERE constraint_schema = DATABASE() AND table_name = :t"
-        ),
-        {"t": rel.name},
-    ).all()
-    return [str(r[0]) for r in rows]
+    if db.dialect not in ("mysql", "mariadb") or not names:
+        return {}
+    statement = text(
+        "SELECT table_name, check_clause FROM information_schema.check_constraints"
+        " WHERE constraint_schema = DATABASE() AND table_name IN :names"
+    ).bindparams(bindparam("names", expanding=True))
+    found: dict[str, list[str]] = defaultdict(list)
+    for table, clause in connection.execute(statement, {"names": names}).all():
+        found[table].append(str(clause))
+    return found
