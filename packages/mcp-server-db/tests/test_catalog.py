@@ -128,3 +128,29 @@ async def test_describe_tables_sees_a_write_made_through_execute_statement(copy:
         second = await client.call_tool("describe_tables", {"tables": ["products"]})
     assert "weight" not in first.content[0].text  # type: ignore[union-attr]
     assert "  weight REAL" in second.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_file_replaced_under_the_server_is_read_from_the_next_call(copy: Path) -> None:
+    """Publishing tools move a fresh copy over the old file. Pooled connections kept reading the old one,
+    unlinked but open, and a copy at the same schema version even kept its cached definitions."""
+    with sqlite3.connect(copy) as old:
+        version = old.execute("PRAGMA schema_version").fetchone()[0]
+    fresh = copy.with_name("fresh.db")
+    with sqlite3.connect(fresh) as new:
+        new.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, nickname TEXT)")
+        new.execute("INSERT INTO customers VALUES (1, 'only one')")
+        new.execute(f"PRAGMA schema_version = {version}")
+    server = build_server(DbSettings(url=f"sqlite:///{copy}", schema_poll_s=0))
+    count = {"sql": "SELECT count(*) AS n FROM customers"}
+    async with Client(server) as client:
+        before = await client.call_tool("run_query", count)
+        described_before = await client.call_tool("describe_tables", {"tables": ["customers"]})
+        fresh.replace(copy)
+        after = await client.call_tool("run_query", count)
+        described_after = await client.call_tool("describe_tables", {"tables": ["customers"]})
+    assert before.structured_content is not None
+    assert after.structured_content is not None
+    assert before.structured_content["rows"][0][0] > 1
+    assert after.structured_content["rows"] == [[1]]
+    assert "nickname" not in described_before.content[0].text  # type: ignore[union-attr]
+    assert "  nickname TEXT" in described_after.content[0].text  # type: ignore[union-attr]

@@ -15,13 +15,21 @@ from typing import Any
 from mcp_server_core import InvalidArgument, Refused, Unavailable, register_secret
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
 __all__ = ["Database", "SchemaCache", "sample_path"]
 
 _SQLITE_DENY = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
 _SQLITE_WRITE_PRAGMAS = {"query_only", "writable_schema", "journal_mode", "schema_version", "user_version"}
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:  # between the unlink and the rename of a replacement: nothing to compare yet
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def sample_path() -> Path:
@@ -46,9 +54,11 @@ def _writer_authorizer(action: int, arg1: str | None, arg2: str | None, db: str 
 
 
 class _SqliteConnection(sqlite3.Connection):
-    """Carries its own statement deadline: calls on different threads each stop on time."""
+    """Carries its own statement deadline (calls on different threads each stop on time) and the identity of
+    the file it opened."""
 
     deadline = 0.0
+    file_id: tuple[int, int] | None = None
 
     def past_deadline(self) -> int:
         return 1 if self.deadline and time.monotonic() > self.deadline else 0
@@ -117,9 +127,12 @@ class Database:
             # QueuePool, not the SingletonThreadPool SQLAlchemy picks for "sqlite://": that one closes connections
             # other threads still use once more than five threads query at once (a crash under concurrent calls).
             pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 32}
+            self.sqlite_path = Path(path).resolve()
             self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "ro"), **pool)
+            event.listen(self.engine, "checkout", self._same_sqlite_file)
             if allow_write:
                 self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "rw"), **pool)
+                event.listen(self.writer, "checkout", self._same_sqlite_file)
         elif self.dialect in ("postgresql", "mysql", "mariadb"):
             if self.dialect == "postgresql" and parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")
@@ -154,7 +167,16 @@ class Database:
         else:
             raw.set_authorizer(_writer_authorizer)
         raw.set_progress_handler(raw.past_deadline, 10_000)
+        raw.file_id = _file_id(Path(path).resolve())
         return raw
+
+    def _same_sqlite_file(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        """A file replaced under the server (a fresh copy moved over it, as publishing tools do) leaves pooled
+        connections reading the old one, unlinked but open, for as long as they live: such a connection is
+        dropped at checkout and the pool opens one on the new file."""
+        current = _file_id(self.sqlite_path)
+        if current is not None and dbapi_connection.file_id != current:
+            raise DisconnectionError("the SQLite file was replaced")
 
     def _read_only_session(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         self._session(dbapi_connection, read_only=True)
@@ -233,4 +255,8 @@ class Database:
         if self.dialect != "sqlite":
             return None
         value = connection.exec_driver_sql("PRAGMA schema_version").scalar()
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        # A replacement file can have reached the same schema version: the file's identity is part of it.
+        raw: Any = connection.connection.dbapi_connection
+        return hash((getattr(raw, "file_id", None), int(value)))
