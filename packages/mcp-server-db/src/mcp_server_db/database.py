@@ -65,7 +65,8 @@ class _SqliteConnection(sqlite3.Connection):
 
 
 class SchemaCache:
-    """What reflection found, kept while the engine's schema version stays the same (SQLite's schema cookie).
+    """What reflection found, kept while the engine's schema version stays the same (SQLite's schema cookie,
+    with the file's identity: `Database.schema_version`).
 
     Reflecting a table on SQLite costs a dozen catalog round trips, and resolving a name reads every table's
     name; the cookie is one header read, and any CREATE, DROP or ALTER, from any connection or process, bumps
