@@ -45,14 +45,24 @@ def _call(request_id: int, params: dict[str, Any]) -> dict[str, Any]:
 # --- SIGTERM -------------------------------------------------------------------------------------------------
 
 
+def _wait_for_log(wire: StdioWire, line: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while line not in wire.stderr:
+        assert time.monotonic() < deadline, f"the server never logged {line!r}:\n{wire.stderr[-2000:]}"
+        time.sleep(0.02)
+
+
 def test_sigterm_on_stdio_answers_the_call_in_flight_takes_nothing_new_and_exits_0(tmp_path: Path) -> None:
-    with StdioWire(SERVERS["db"](tmp_path)) as wire:
+    with StdioWire([*SERVERS["db"](tmp_path), "--log-level", "INFO"]) as wire:
         wire.initialize()
         wire.send(_call(41, _slow_query(3_000_000)))
         time.sleep(0.3)  # the query is running
         wire.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        wire.send({"jsonrpc": "2.0", "id": 42, "method": "ping"})  # after SIGTERM: not read
+        # Sent once the server has taken the signal in (on a loaded machine that can take longer than a
+        # fixed sleep), and a moment later: after SIGTERM, it must not be read.
+        _wait_for_log(wire, "SIGTERM: answering the requests in flight")
+        time.sleep(0.2)
+        wire.send({"jsonrpc": "2.0", "id": 42, "method": "ping"})
         answer = wire.response_to(41, timeout=30)
         assert answer["result"]["isError"] is False
         assert answer["result"]["structuredContent"]["rows"] == [[3_000_000]]
