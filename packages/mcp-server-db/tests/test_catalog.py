@@ -130,9 +130,11 @@ async def test_describe_tables_sees_a_write_made_through_execute_statement(copy:
     assert "  weight REAL" in second.content[0].text  # type: ignore[union-attr]
 
 
-async def test_a_file_replaced_under_the_server_is_read_from_the_next_call(copy: Path) -> None:
-    """Publishing tools move a fresh copy over the old file. Pooled connections kept reading the old one,
-    unlinked but open, and a copy at the same schema version even kept its cached definitions."""
+@pytest.mark.parametrize("how", ["moved over", "symlink retargeted"])
+async def test_a_file_replaced_under_the_server_is_read_from_the_next_call(copy: Path, how: str) -> None:
+    """Publishing tools move a fresh copy over the old file, or point a symlink at a new release. Pooled
+    connections kept reading the old file, unlinked but open, and a copy at the same schema version even kept
+    its cached definitions; a retargeted symlink made every new connection fail."""
     with sqlite3.connect(copy) as old:
         version = old.execute("PRAGMA schema_version").fetchone()[0]
     fresh = copy.with_name("fresh.db")
@@ -140,12 +142,22 @@ async def test_a_file_replaced_under_the_server_is_read_from_the_next_call(copy:
         new.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, nickname TEXT)")
         new.execute("INSERT INTO customers VALUES (1, 'only one')")
         new.execute(f"PRAGMA schema_version = {version}")
-    server = build_server(DbSettings(url=f"sqlite:///{copy}", schema_poll_s=0))
+    served = copy.with_name("current.db")
+    if how == "moved over":
+        served = copy
+    else:
+        served.symlink_to(copy)
+    server = build_server(DbSettings(url=f"sqlite:///{served}", schema_poll_s=0))
     count = {"sql": "SELECT count(*) AS n FROM customers"}
     async with Client(server) as client:
         before = await client.call_tool("run_query", count)
         described_before = await client.call_tool("describe_tables", {"tables": ["customers"]})
-        fresh.replace(copy)
+        if how == "moved over":
+            fresh.replace(copy)
+        else:
+            retargeted = served.with_name("next.db")
+            retargeted.symlink_to(fresh)
+            retargeted.replace(served)
         after = await client.call_tool("run_query", count)
         described_after = await client.call_tool("describe_tables", {"tables": ["customers"]})
     assert before.structured_content is not None

@@ -128,11 +128,12 @@ class Database:
             # QueuePool, not the SingletonThreadPool SQLAlchemy picks for "sqlite://": that one closes connections
             # other threads still use once more than five threads query at once (a crash under concurrent calls).
             pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 32}
-            self.sqlite_path = Path(path).resolve()
-            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "ro"), **pool)
+            # As given, not resolved: a symlink moved to a new file is a replacement like a file moved over it.
+            self.sqlite_path = Path(path)
+            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect("ro"), **pool)
             event.listen(self.engine, "checkout", self._same_sqlite_file)
             if allow_write:
-                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect(path, "rw"), **pool)
+                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect("rw"), **pool)
                 event.listen(self.writer, "checkout", self._same_sqlite_file)
         elif self.dialect in ("postgresql", "mysql", "mariadb"):
             if self.dialect == "postgresql" and parsed.drivername == "postgresql":
@@ -158,9 +159,14 @@ class Database:
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
 
-    def _sqlite_connect(self, path: str, mode: str) -> sqlite3.Connection:
+    def _sqlite_connect(self, mode: str) -> sqlite3.Connection:
+        # Read before opening: a file replaced in between is then seen as replaced at the next checkout.
+        file_id = _file_id(self.sqlite_path)
         raw = sqlite3.connect(
-            f"file:{Path(path).resolve()}?mode={mode}", uri=True, check_same_thread=False, factory=_SqliteConnection
+            f"file:{self.sqlite_path.resolve()}?mode={mode}",
+            uri=True,
+            check_same_thread=False,
+            factory=_SqliteConnection,
         )
         if mode == "ro":
             raw.execute("PRAGMA query_only=ON")
@@ -168,7 +174,7 @@ class Database:
         else:
             raw.set_authorizer(_writer_authorizer)
         raw.set_progress_handler(raw.past_deadline, 10_000)
-        raw.file_id = _file_id(Path(path).resolve())
+        raw.file_id = file_id
         return raw
 
     def _same_sqlite_file(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
