@@ -23,6 +23,7 @@ PUBLIC = [
     "ResourceSet",
     "ServerSettings",
     "ServerSpec",
+    "SessionsUnavailable",
     "ToolDefinition",
     "ToolFailure",
     "Toolset",

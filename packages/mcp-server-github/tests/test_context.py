@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from fake_github import FakeGitHub, server_for, text_of
 from fastmcp import Client
+from mcp.shared.exceptions import MCPError
 
 WRITES = {
     "create_issue",
@@ -104,3 +106,43 @@ async def test_all_toolsets_hold_every_write_and_each_write_is_annotated_as_one(
     assert tools["delete_file"].annotations.destructive_hint is True  # type: ignore[union-attr]
     assert tools["push_files"].annotations.destructive_hint is True  # type: ignore[union-attr]
     assert tools["create_issue"].annotations.destructive_hint is False  # type: ignore[union-attr]
+
+
+async def test_a_toolset_enabled_by_one_session_stays_in_that_session(fake: FakeGitHub) -> None:
+    """Two clients of one server: A's enable_toolset changes A's tools and notifies A; B sees and hears nothing."""
+    server = server_for(fake, toolsets=None)
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+
+    def listener(who: str) -> Any:
+        async def on_message(message: Any) -> None:
+            heard[who].append(getattr(getattr(message, "root", message), "method", type(message).__name__))
+
+        return on_message
+
+    async with (
+        Client(server, mode="legacy", message_handler=listener("a")) as a,
+        Client(server, mode="legacy", message_handler=listener("b")) as b,
+    ):
+        before = {t.name for t in await b.list_tools()}
+        await a.call_tool("enable_toolset", {"name": "pull_requests"})
+        await asyncio.sleep(0.3)
+        a_tools = {t.name for t in await a.list_tools()}
+        b_tools = {t.name for t in await b.list_tools()}
+        b_listing = text_of(await b.call_tool("list_toolsets", {}))
+        a_listing = text_of(await a.call_tool("list_toolsets", {}))
+        b_heard_before_its_own_choice = list(heard["b"])
+        with pytest.raises(MCPError) as foreign:
+            await b.call_tool_mcp("get_pull_request", {"repo": "octo/hello", "number": 1})
+        b_enabled = text_of(await b.call_tool("enable_toolset", {"name": "pull_requests"}))
+        await asyncio.sleep(0.3)
+        b_after = {t.name for t in await b.list_tools()}
+    assert "get_pull_request" in a_tools
+    assert b_tools == before
+    assert "pull_requests (off)" in b_listing
+    assert "pull_requests (on)" in a_listing
+    assert "notifications/tools/list_changed" in heard["a"]
+    assert "notifications/tools/list_changed" not in b_heard_before_its_own_choice
+    assert foreign.value.error.code == -32602, "a tool only another session enabled is unknown here"
+    assert b_enabled.startswith("Toolset pull_requests is now on"), "B's own choice is B's, not 'already on'"
+    assert "get_pull_request" in b_after
+    assert "notifications/tools/list_changed" in heard["b"]

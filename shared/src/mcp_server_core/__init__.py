@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from mcp_server_core.resources import ResourceSet
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
-    from mcp_server_core.toolsets import Toolset
+    from mcp_server_core.toolsets import SessionsUnavailable, Toolset
 
 _EXPORTS = {
     "ServerSpec": "cli",
@@ -71,6 +71,7 @@ _EXPORTS = {
     "ResourceSet": "resources",
     "ReferenceServer": "server",
     "ServerSettings": "settings",
+    "SessionsUnavailable": "toolsets",
     "Toolset": "toolsets",
 }
 
@@ -89,6 +90,7 @@ __all__ = [
     "ResourceSet",
     "ServerSettings",
     "ServerSpec",
+    "SessionsUnavailable",
     "ToolDefinition",
     "ToolFailure",
     "Toolset",

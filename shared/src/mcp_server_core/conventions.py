@@ -166,6 +166,9 @@ class ToolDefinition:
     budget: int
     continue_hint: str
     meta: dict[str, Any] = field(default_factory=dict)
+    needs_session: bool = False
+    """The tool changes what its own session sees (a discovery tool): absent where the transport keeps no
+    session (stateless HTTP), since its effect could not outlive the request."""
 
     @property
     def read_only(self) -> bool:
@@ -193,6 +196,7 @@ def tool(
     name: str | None = None,
     budget: int = DEFAULT_BUDGET,
     continue_hint: str = "narrow the request or page with cursor to see the rest",
+    needs_session: bool = False,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]:
     """Declare a tool with all four annotations; the function's docstring is its description.
 
@@ -213,7 +217,7 @@ def tool(
             idempotent_hint=read_only if idempotent is None else idempotent,
             open_world_hint=open_world,
         )
-        return ToolDefinition(fn, tool_name, title, annotations, budget, continue_hint)
+        return ToolDefinition(fn, tool_name, title, annotations, budget, continue_hint, needs_session=needs_session)
 
     return decorate
 

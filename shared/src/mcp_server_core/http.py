@@ -179,6 +179,8 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlet
     auth = check_http_settings(settings)
     if auth is not None:
         server.auth = auth
+    if settings.stateless:
+        server.without_sessions()
     return server.http_app(
         path=settings.path,
         stateless_http=settings.stateless,

@@ -85,7 +85,7 @@ class ReferenceServer(FastMCP[Any]):
         """The longest one tools/call may take before its client gets an isError (None: no bound); the CLI sets it."""
         self.toolsets = Toolsets(self, toolsets, read_only=read_only)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
-            self.toolsets.enable(toolset_name)
+            self.toolsets.enable(toolset_name, announce=False)
 
     # --- what runs beside the requests: pollers, watchers, and what closes when the server stops --------------
 
@@ -122,6 +122,25 @@ class ReferenceServer(FastMCP[Any]):
                             await outcome
                     except Exception:
                         logger.exception("shutdown step %r failed", callback)
+
+    # --- what a transport without sessions can promise ---------------------------------------------------------
+
+    def without_sessions(self) -> None:
+        """Serve as stateless HTTP does: no request outlives its own response.
+
+        Nothing can reach a client between its requests (the GET stream answers 405 and a 2026-07-28 listen
+        stream needs the same long-lived response), so initialize and server/discover advertise no
+        `listChanged` and no `resources.subscribe`, and those requests get -32601 instead of a success that
+        leaves the client waiting. Tools that change what one session sees are left out: with several
+        workers, a choice one worker remembered would be missing on the next.
+        """
+        sdk = self._mcp_server
+        for method in ("resources/subscribe", "resources/unsubscribe", "subscriptions/listen"):
+            sdk._request_handlers.pop(method, None)
+        sdk.notification_options.tools_changed = False
+        sdk.notification_options.resources_changed = False
+        sdk.notification_options.prompts_changed = False
+        self.toolsets.without_sessions()
 
     # --- handlers fastmcp lacks ------------------------------------------------------------------------------
 

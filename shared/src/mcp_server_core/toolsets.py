@@ -1,8 +1,15 @@
 """Named groups of tools, switched on and off at run time; each switch sends tools/list_changed.
 
-The user picks toolsets at start (`--toolsets repos,issues`, `all`, `default`); a server may also switch one
-at run time (a discovery tool, a permission that arrived). Tools that write are never registered on a
-read-only server: absent, not merely refused, so they cost no context.
+The user picks toolsets at start (`--toolsets repos,issues`, `all`, `default`): that is the server-wide
+baseline every client sees. The server may widen the baseline later for everybody (`enable`, e.g. a
+permission that arrived), or one session may switch a toolset on for itself alone (`enable_for_session`, a
+discovery tool): then only that session's tools/list changes and only it hears tools/list_changed, since one
+user's agent must not change another user's tools (and context bill).
+
+A toolset's tools are registered with the server once, the first time it is switched on anywhere, tagged
+`toolset:<name>`; fastmcp's visibility transforms then decide who sees them: a server-wide rule for the
+baseline, fastmcp's per-session rules (`Context.enable_components`) for a session's own choices. Tools that
+write are never registered on a read-only server: absent, not merely refused, so they cost no context.
 """
 
 from __future__ import annotations
@@ -10,13 +17,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from fastmcp.server.context import Context
+
 from mcp_server_core.conventions import ToolDefinition, tool
 from mcp_server_core.errors import did_you_mean
 
 if TYPE_CHECKING:
     from mcp_server_core.server import ReferenceServer
 
-__all__ = ["Toolset", "Toolsets", "parse_toolsets"]
+__all__ = ["SessionsUnavailable", "Toolset", "Toolsets", "parse_toolsets"]
+
+
+class SessionsUnavailable(RuntimeError):
+    """A per-session choice was asked for where the transport keeps no session to remember it in."""
 
 
 class Toolset:
@@ -68,13 +81,16 @@ def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset
 
 
 class Toolsets:
-    """The toolsets of one server and which are on."""
+    """The toolsets of one server: the baseline every client sees, and what each session added for itself."""
 
     def __init__(self, server: ReferenceServer, available: Sequence[Toolset], *, read_only: bool) -> None:
         self._server = server
         self._available = {t.name: t for t in available}
-        self._registered: dict[str, list[str]] = {}
+        self._registered: dict[str, list[str]] = {}  # toolset -> the names of its tools on the server
+        self._baseline: list[str] = []
         self.read_only = read_only
+        self.sessions = True
+        """False once the server serves without sessions: tools that need one are then left out."""
 
     @property
     def available(self) -> list[Toolset]:
@@ -82,32 +98,94 @@ class Toolsets:
 
     @property
     def enabled(self) -> list[str]:
-        return list(self._registered)
+        """The server-wide baseline: what every client sees."""
+        return list(self._baseline)
 
-    def enable(self, name: str) -> bool:
-        """Switch a toolset on; False if it already was. Clients hear tools/list_changed."""
-        toolset = self._get(name)
-        if name in self._registered:
+    def tool_names(self, name: str) -> list[str]:
+        """The tools `name` holds on this server (its writes left out when read-only)."""
+        return [d.name for d in self._get(name).tools if self._offered(d)]
+
+    def without_sessions(self) -> None:
+        """Leave out the tools that need a session, registered or not (a stateless server has none)."""
+        self.sessions = False
+        for name, registered in self._registered.items():
+            for definition in self._available[name].tools:
+                if definition.needs_session and definition.name in registered:
+                    self._server.local_provider.remove_tool(definition.name)
+                    registered.remove(definition.name)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """Every tool of every toolset this server could offer, on or off."""
+        return [d for t in self._available.values() for d in t.tools if self._offered(d)]
+
+    def enable(self, name: str, *, announce: bool = True) -> bool:
+        """Switch a toolset on for every client; False if it already was. Clients hear tools/list_changed,
+        unless `announce` is False (the server is being built: nobody holds a list yet)."""
+        self._get(name)
+        if name in self._baseline:
             return False
-        names = []
-        for definition in toolset.tools:
-            if self.read_only and not definition.read_only:
-                continue
-            self._server.add_tool(definition.build())
-            names.append(definition.name)
-        self._registered[name] = names
-        self._server.changes.tools_changed()
+        self._register(name)
+        self._server.enable(tags={_tag(name)}, components={"tool"})
+        self._baseline.append(name)
+        if announce:
+            self._server.changes.tools_changed()
         return True
 
     def disable(self, name: str) -> bool:
-        """Switch a toolset off; False if it already was. Clients hear tools/list_changed."""
+        """Switch a toolset off for every client; False if it already was. Clients hear tools/list_changed."""
         self._get(name)
-        if name not in self._registered:
+        if name not in self._baseline:
             return False
-        for tool_name in self._registered.pop(name):
-            self._server.local_provider.remove_tool(tool_name)
+        self._server.disable(tags={_tag(name)}, components={"tool"})
+        self._baseline.remove(name)
         self._server.changes.tools_changed()
         return True
+
+    async def enabled_for(self, ctx: Context) -> list[str]:
+        """The toolsets the calling session sees: the baseline and what it switched on for itself."""
+        own = await self._session_choices(ctx)
+        return [name for name in self._available if name in self._baseline or name in own]
+
+    async def enable_for_session(self, name: str, ctx: Context) -> bool:
+        """Switch a toolset on for the calling session only; False if it already sees it.
+
+        Only that session's tools/list changes, and only it hears tools/list_changed (fastmcp sends it).
+        `SessionsUnavailable` where nothing identifies the session from one request to the next.
+        """
+        self._get(name)
+        if name in await self.enabled_for(ctx):
+            return False
+        self._register(name)
+        try:
+            await ctx.enable_components(tags={_tag(name)}, components={"tool"})
+        except RuntimeError as exc:  # fastmcp: an anonymous 2026-07-28 HTTP request has no scope to keep rules in
+            raise SessionsUnavailable(str(exc)) from None
+        return True
+
+    async def _session_choices(self, ctx: Context) -> set[str]:
+        tags: set[str] = set()
+        for rule in await ctx._get_visibility_rules():
+            if rule.get("enabled"):
+                tags.update(rule.get("tags") or ())
+        return {tag.removeprefix("toolset:") for tag in tags if tag.startswith("toolset:")}
+
+    def _register(self, name: str) -> None:
+        """Add the toolset's tools to the server once, hidden until a rule shows them to someone."""
+        if name in self._registered:
+            return
+        self._server.disable(tags={_tag(name)}, components={"tool"})
+        names = []
+        for definition in self._available[name].tools:
+            if not self._offered(definition):
+                continue
+            built = definition.build()
+            built.tags = {*built.tags, _tag(name)}
+            self._server.add_tool(built)
+            names.append(definition.name)
+        self._registered[name] = names
+
+    def _offered(self, definition: ToolDefinition) -> bool:
+        return (definition.read_only or not self.read_only) and (self.sessions or not definition.needs_session)
 
     def _get(self, name: str) -> Toolset:
         try:
@@ -116,3 +194,7 @@ class Toolsets:
             raise ValueError(
                 f"unknown toolset {name!r}. {did_you_mean(name, self._available, noun='toolset')}"
             ) from None
+
+
+def _tag(name: str) -> str:
+    return f"toolset:{name}"

@@ -178,7 +178,7 @@ def read_text(box: Sandbox, location: Location, *, offset: int, limit: int | Non
         if sniff_binary(head):
             raise InvalidArgument(
                 f"{location.shown!r} is a binary file ({info.st_size:,} bytes); it is not shown as text.",
-                hint="read_file shows images and audio as media; stat_path gives size and type.",
+                hint="read_file shows images and audio as media; list_directory on its folder gives its size.",
             )
         encoding = bom_encoding(head) or "utf-8"
         if encoding.startswith("utf-16"):

@@ -18,7 +18,7 @@ regular files are opened with `O_NONBLOCK` and checked again with `fstat`.
 
 Hard links: the name inside a root is what is allowed. A file with several links is read like any other;
 writes never go through the shared inode (they replace the name with temp + rename), so other links,
-possibly outside the roots, keep their content. `stat_path` reports the link count.
+possibly outside the roots, keep their content.
 """
 
 from __future__ import annotations

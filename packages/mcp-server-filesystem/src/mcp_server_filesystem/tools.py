@@ -320,7 +320,7 @@ def _move(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
         if not stat.S_ISREG(info.st_mode):
             raise InvalidArgument(
                 f"{src.shown!r} and {dst.shown!r} are on different filesystems; only files move across them.",
-                hint="copy_path the directory, then delete_path the original.",
+                hint="move_path with copy=true copies the directory; then delete_path the original.",
             ) from None
         box.write_atomic(dst, box.iter_chunks(src), create_only=not overwrite, mode=info.st_mode)
         box.remove(src, recursive=False)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from mcp_server_core import InvalidArgument, Toolset
+from fastmcp import Context
+from mcp_server_core import InvalidArgument, Refused, SessionsUnavailable, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
@@ -50,27 +51,35 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         lines.append("read-only: no tool writes" if ref.get().read_only else "writes: available")
         return "\n".join(lines)
 
-    @toolset.tool(title="List toolsets", read_only=True, open_world=False)
-    def list_toolsets() -> str:
+    # The discovery pair changes what one session sees: a transport without sessions (--stateless) leaves them
+    # out, so no worker can half-apply a choice another worker never heard of.
+    @toolset.tool(title="List toolsets", read_only=True, open_world=False, needs_session=True)
+    async def list_toolsets(ctx: Context) -> str:
         """Use to see which groups of GitHub tools exist, which are on, and what each holds."""
         target = ref.get()
-        enabled = set(target.toolsets.enabled)
+        enabled = set(await target.toolsets.enabled_for(ctx))
         return "\n".join(
             f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
-            + ", ".join(d.name for d in t.tools if d.read_only or not target.read_only)
+            + ", ".join(target.toolsets.tool_names(t.name))
             for t in target.toolsets.available
         )
 
-    @toolset.tool(title="Enable toolset", read_only=True, open_world=False)
-    def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")]) -> str:
+    @toolset.tool(title="Enable toolset", read_only=True, open_world=False, needs_session=True)
+    async def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")], ctx: Context) -> str:
         """Use when a task needs tools that are off (pull_requests, repos, search, actions); they appear at once."""
         target = ref.get()
         try:
-            changed = target.toolsets.enable(name)
+            changed = await target.toolsets.enable_for_session(name, ctx)
         except ValueError as exc:
             raise InvalidArgument(str(exc)) from None
-        tools = next(t for t in target.toolsets.available if t.name == name).tools
-        names = ", ".join(d.name for d in tools if d.read_only or not target.read_only)
+        except SessionsUnavailable:
+            raise Refused(
+                "This connection has no session to remember a toolset in (an unauthenticated 2026-07-28 HTTP "
+                "client): the tools are the ones the server started with.",
+                hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
+            ) from None
+        names = ", ".join(target.toolsets.tool_names(name))
+        # For this session only: other users of the same server keep the tools they had.
         return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
 
     return toolset

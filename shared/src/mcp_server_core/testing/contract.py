@@ -14,6 +14,9 @@ over stdio for the wire.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import inspect
 import json
 import re
 from collections.abc import AsyncIterator
@@ -34,6 +37,7 @@ __all__ = ["ContractSuite", "tools_list_bytes"]
 
 ERAS = ("legacy", "2026-07-28")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_SNAKE = re.compile(r"(?<![\w./:-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(/-])")
 _TRACEBACK_MARKERS = ("Traceback (most recent call last)", 'File "/', '.py", line ')
 
 
@@ -102,6 +106,37 @@ class ContractSuite:
                 assert "limit" in properties, f"{tool.name} pages with cursor but has no limit"
                 output = (tool.output_schema or {}).get("properties", {})
                 assert "next_cursor" in output, f"{tool.name} takes a cursor but gives no next_cursor"
+
+    vocabulary: ClassVar[frozenset[str]] = frozenset({"list_changed"})
+    """snake_case words the server's texts may use that are neither tools, parameters nor result fields."""
+
+    async def test_every_tool_a_text_names_is_one_of_its_own(self, server: ReferenceServer) -> None:
+        """Instructions, descriptions, prompts and error messages name only tools this server has.
+
+        A model that reads "use stat_path" and calls it gets -32602. Every snake_case word in those texts must
+        be one of the server's tools (in any toolset), a parameter or result field of one, or in `vocabulary`.
+        Error messages are read from the source: the string literals in `raise` statements and `hint=`
+        arguments of the server's own package, since no test could provoke every one.
+        """
+        definitions = [d for t in server.toolsets.available for d in t.tools]
+        known = set(self.vocabulary) | {t.name for t in server.toolsets.available}
+        for definition in definitions:
+            built = definition.build()
+            known.add(built.name)
+            known.update(_field_names(built.parameters))
+            known.update(_field_names(built.output_schema or {}))
+        texts = {"instructions": server.instructions or ""}
+        texts.update({f"description of {d.name}": inspect.getdoc(d.fn) or "" for d in definitions})
+        async with Client(server, mode="legacy") as client:
+            for prompt in await client.list_prompts():
+                arguments = {a.name: "x" for a in prompt.arguments or [] if a.required}
+                rendered = await client.get_prompt(prompt.name, arguments)
+                texts[f"prompt {prompt.name}"] = "\n".join(getattr(m.content, "text", "") for m in rendered.messages)
+        texts.update(_error_texts({d.fn.__module__.split(".")[0] for d in definitions}))
+        strangers = {
+            f"{where}: {word}" for where, text in texts.items() for word in _SNAKE.findall(text) if word not in known
+        }
+        assert not strangers, f"texts name tools this server does not have: {sorted(strangers)}"
 
     async def test_tools_list_is_within_its_budget(self, server: ReferenceServer) -> None:
         size = await tools_list_bytes(server)
@@ -173,6 +208,43 @@ async def _tool_with_required_argument(client: Client[Any]) -> tuple[str, str]:
         if required:
             return tool.name, required[0]
     pytest.skip("no tool takes a required argument")
+
+
+def _field_names(schema: Any) -> set[str]:
+    """Every property name anywhere in a JSON Schema (nested objects and $defs included)."""
+    names: set[str] = set()
+    if isinstance(schema, dict):
+        names.update(schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else ())
+        for value in schema.values():
+            names |= _field_names(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            names |= _field_names(item)
+    return names
+
+
+def _error_texts(packages: set[str]) -> dict[str, str]:
+    """The literal text of every `raise` and `hint=` in these packages' source, by file and line."""
+    found: dict[str, str] = {}
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        for folder in spec.submodule_search_locations:
+            for source in sorted(Path(folder).rglob("*.py")):
+                for node in ast.walk(ast.parse(source.read_text())):
+                    if isinstance(node, ast.Raise) and node.exc is not None:
+                        carrier: ast.AST = node.exc
+                    elif isinstance(node, ast.keyword) and node.arg == "hint":
+                        carrier = node.value
+                    else:
+                        continue
+                    strings = [
+                        n.value for n in ast.walk(carrier) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    ]
+                    if strings:
+                        found[f"{source.name}:{getattr(node, 'lineno', 0)}"] = " ".join(strings)
+    return found
 
 
 def _text(result: Any) -> str:
