@@ -203,3 +203,36 @@ def test_what_the_server_logged_is_readable_after_the_wire_closes(tmp_path: Path
     with StdioWire([*SERVERS["template"](tmp_path), "--log-level", "DEBUG"]) as wire:
         wire.initialize()
     assert "DEBUG" in wire.stderr
+
+
+def test_a_tool_failure_is_not_logged_as_a_server_fault(tmp_path: Path) -> None:
+    """A missing note is the model's to act on: hosts show a server's ERROR lines as the server failing."""
+    with StdioWire([*SERVERS["template"](tmp_path), "--log-level", "WARNING"]) as wire:
+        wire.initialize()
+        answer = wire.request("tools/call", {"name": "read_note", "arguments": {"name": "missing"}})
+        assert answer["result"]["isError"] is True
+        assert wire.close() == 0
+        stderr = wire.stderr
+    assert "ERROR" not in stderr, stderr
+    assert "Error calling tool" not in stderr, stderr
+
+
+MISSING_RESOURCES = {
+    "template": lambda tmp: "note://missing",
+    "db": lambda tmp: "db://tables/no_such_table",
+    "filesystem": lambda tmp: (tmp / "no-such-file.txt").as_uri(),
+}
+"""A URI each server's resource template matches, naming nothing that exists."""
+
+
+@pytest.mark.parametrize("server", sorted(MISSING_RESOURCES))
+def test_a_missing_resource_is_invalid_params_whether_or_not_a_template_matches(server: str, tmp_path: Path) -> None:
+    """One code for one condition (SEP-2164: -32602), with the URI in data; never -32603, an internal error."""
+    uri = MISSING_RESOURCES[server](tmp_path)
+    with StdioWire(SERVERS[server](tmp_path)) as wire:
+        wire.initialize()
+        templated = wire.request("resources/read", {"uri": uri})
+        unmatched = wire.request("resources/read", {"uri": "nothing://here"})
+    for answer, asked in ((templated, uri), (unmatched, "nothing://here")):
+        assert answer["error"]["code"] == INVALID_PARAMS, answer
+        assert answer["error"]["data"] == {"uri": asked}

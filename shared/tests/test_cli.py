@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 from mcp_server_core import ReferenceServer, ServerSettings, ServerSpec, run
@@ -31,12 +32,48 @@ SPEC = ServerSpec("mcp-server-demo", "A demo.", DemoSettings, build, add_argumen
 
 @pytest.mark.parametrize("host", ["claude", "cursor"])
 def test_print_config_gives_an_mcp_servers_entry_with_the_given_arguments(
-    host: str, capsys: pytest.CaptureFixture[str]
+    host: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     run(SPEC, ["sqlite:///x.db", "--read-only", "--print-config", host])
+    # A host starts servers from its own working directory: the relative file is pinned where it is now.
     assert json.loads(capsys.readouterr().out) == {
-        "mcpServers": {"demo": {"command": "uvx", "args": ["mcp-server-demo", "sqlite:///x.db", "--read-only"]}}
+        "mcpServers": {
+            "demo": {"command": "uvx", "args": ["mcp-server-demo", f"sqlite:///{tmp_path}/x.db", "--read-only"]}
+        }
     }
+
+
+def test_print_config_keeps_what_the_environment_set_and_makes_paths_absolute(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MCP_DEMO_READ_ONLY", "1")
+    monkeypatch.setenv("MCP_DEMO_RESUMABLE", "true")
+    run(SPEC, ["--auth-token-file", "tokens.txt", "--allowed-host", "a.test", "--print-config", "claude"])
+    entry = json.loads(capsys.readouterr().out)["mcpServers"]["demo"]
+    assert entry["args"] == [
+        "mcp-server-demo",
+        "--read-only",
+        "--auth-token-file",
+        str(tmp_path / "tokens.txt"),
+        "--allowed-host",
+        "a.test",
+    ]
+    assert entry["env"] == {"MCP_DEMO_RESUMABLE": "1"}, "a setting with no flag travels in the environment"
+
+
+def test_print_config_never_copies_a_password_or_a_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", "t0ken-from-this-shell-" + "x" * 20)
+    run(SPEC, ["postgresql://ann:s3cret-pw@db.internal/app", "--print-config", "claude"])
+    out = capsys.readouterr().out
+    entry = json.loads(out)["mcpServers"]["demo"]
+    assert "s3cret" not in out
+    assert "t0ken" not in out
+    assert entry["args"] == ["mcp-server-demo"]
+    assert entry["env"] == {"MCP_DEMO_TARGET": "postgresql://ann:your-password@db.internal/app"}
 
 
 def test_print_config_for_vscode_uses_its_servers_shape() -> None:

@@ -122,9 +122,14 @@ def test_roots_come_from_the_environment_too(tmp_path: Path, monkeypatch: pytest
     assert FilesystemSettings().roots == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_server_filesystem", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "mcp_server_filesystem", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -146,6 +151,14 @@ def test_print_config_names_the_directories(tmp_path: Path) -> None:
             "filesystem": {"command": "uvx", "args": ["mcp-server-filesystem", str(tmp_path), "--read-only"]}
         }
     }
+
+
+def test_print_config_from_a_project_folder_names_it_absolutely_with_the_shells_settings(tmp_path: Path) -> None:
+    """`cd project && mcp-server-filesystem . --print-config claude`: a host started from / must not serve /."""
+    printed = _cli(".", "--print-config", "claude", cwd=tmp_path, env={"MCP_FS_READ_ONLY": "1"})
+    assert printed.returncode == 0, printed.stderr
+    args = json.loads(printed.stdout)["mcpServers"]["filesystem"]["args"]
+    assert args == ["mcp-server-filesystem", os.path.realpath(tmp_path), "--read-only"]
 
 
 def test_the_console_script_serves_over_stdio(tmp_path: Path) -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.serving import serve, serve_workers
@@ -95,17 +98,79 @@ def host_config(
     return {"mcpServers": {name: launch}}
 
 
-def _without_print_config(argv: Sequence[str]) -> list[str]:
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--print-config":
-            skip = True
-        elif not arg.startswith("--print-config="):
-            kept.append(arg)
-    return kept
+PASSWORD_PLACEHOLDER = "your-password"  # noqa: S105 - the placeholder a user replaces, never a value
+
+
+def settings_in_force(parser: argparse.ArgumentParser, settings: ServerSettings) -> tuple[list[str], dict[str, str]]:
+    """The arguments and environment that start a server with `settings`, wherever the host starts it from.
+
+    Built from the settings in force, not from argv: what the shell's environment set (`MCP_FS_READ_ONLY=1`)
+    is kept, and a relative path becomes absolute, since a host starts servers from its own working directory
+    (`.` from `/` would serve `/`). Secrets never appear: token fields are left out (the spec's `host_env`
+    asks for them by name), and a URL's password becomes a placeholder in the environment, not in argv.
+    """
+    prefix = str(type(settings).model_config.get("env_prefix", ""))
+    fields = type(settings).model_fields
+    flags = {a.dest: a for a in parser._actions if a.dest in fields}
+    positional: list[str] = []
+    options: list[str] = []
+    env: dict[str, str] = {}
+    for name, info in fields.items():
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr) or value == info.get_default(call_default_factory=True):
+            continue
+        if isinstance(value, str) and _password_of(value):
+            env[f"{prefix}{name}".upper()] = _with_placeholder_password(value)
+            continue
+        action = flags.get(name)
+        if action is None:
+            env[f"{prefix}{name}".upper()] = _env_text(value)
+        elif not action.option_strings:
+            positional += [_arg_text(v) for v in (value if isinstance(value, list) else [value])]
+        elif action.const is not None and action.nargs == 0:
+            if value == action.const:
+                options.append(action.option_strings[0])
+            else:  # the opposite of what the flag sets: only the environment can say it
+                env[f"{prefix}{name}".upper()] = _env_text(value)
+        elif isinstance(value, list) and isinstance(action, argparse._AppendAction):
+            for item in value:
+                options += [action.option_strings[0], _arg_text(item)]
+        else:
+            options += [action.option_strings[0], _env_text(value)]
+    return positional + options, env
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, Path):
+        return os.path.abspath(os.path.expanduser(value))
+    if isinstance(value, str) and value.startswith("sqlite:///") and not value.startswith("sqlite:////"):
+        # SQLAlchemy reads sqlite:///relative.db against the working directory: pin the file.
+        return "sqlite:///" + os.path.abspath(value.removeprefix("sqlite:///"))
+    return str(value)
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, list):
+        return ",".join(_arg_text(v) for v in value)
+    return _arg_text(value)
+
+
+def _password_of(value: str) -> str | None:
+    if "://" not in value:
+        return None
+    try:
+        return urlsplit(value).password
+    except ValueError:
+        return None
+
+
+def _with_placeholder_password(url: str) -> str:
+    parts = urlsplit(url)
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:{PASSWORD_PLACEHOLDER}@{host}"))
 
 
 def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
@@ -121,8 +186,9 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         parser.error(problems)
     if print_config:
-        env = spec.host_env(settings) if spec.host_env is not None else {}
-        print(json.dumps(host_config(print_config, spec.distribution, _without_print_config(argv), env), indent=2))
+        arguments, env = settings_in_force(parser, settings)
+        env.update(spec.host_env(settings) if spec.host_env is not None else {})
+        print(json.dumps(host_config(print_config, spec.distribution, arguments, env), indent=2))
         return
     try:
         if settings.workers > 1:

@@ -33,10 +33,13 @@ class ToolFailure(ToolError):
     """A tool call that failed for a reason the model can act on; the base of every category."""
 
     category = "failed"
+    log_level = logging.INFO
+    """How loudly fastmcp logs the failure: the model's to act on, not a server fault (hosts show ERROR lines
+    from a server's stderr as the server failing)."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.hint = hint
-        super().__init__(redact(f"{message} {hint}" if hint else message))
+        super().__init__(redact(f"{message} {hint}" if hint else message), log_level=self.log_level)
 
 
 class NotFound(ToolFailure):
@@ -67,6 +70,7 @@ class Unavailable(ToolFailure):
     """An upstream service failed or timed out; retrying later may work."""
 
     category = "unavailable"
+    log_level = logging.WARNING  # the operator may want to know an upstream is struggling
 
 
 class RateLimited(Unavailable):

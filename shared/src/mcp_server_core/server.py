@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, ToolError, ValidationError
+from fastmcp.resources.base import ResourceResult
 from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.versions import VersionSpec
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -36,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.conventions import compact_schema
-from mcp_server_core.errors import did_you_mean, redact
+from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
 
@@ -195,6 +196,20 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        version: VersionSpec | None = None,
+        run_middleware: bool = True,
+    ) -> ResourceResult:
+        """A URI that matches a template but names nothing is -32602 with the URI, like one that matches nothing
+        (one code for one condition, SEP-2164); fastmcp would answer -32603, an internal error."""
+        try:
+            return await super().read_resource(uri, version=version, run_middleware=run_middleware)
+        except NotFound as exc:
+            raise MCPError(code=INVALID_PARAMS, message=redact(str(exc)), data={"uri": uri}) from exc
 
     async def _within_deadline(self, name: str, call: Awaitable[ToolResult]) -> ToolResult:
         """The call's result, or a ToolError once `call_timeout_s` has passed.

@@ -86,6 +86,8 @@ class FileResource(Resource):
         box = await self._sandbox_for()
         try:
             return await anyio.to_thread.run_sync(_read, box, self.real_path)
+        except NotFound:
+            raise  # the helpers answer it as -32602 with the URI, like any unknown resource
         except ToolFailure as exc:
             from fastmcp.exceptions import ResourceError
 
