@@ -4,10 +4,13 @@ stateless 2026-07-28 revision, whose every request carries its envelope and whos
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mcp_server_core.testing import StdioWire
+from mcp_server_core.testing.wire import with_envelope
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from tests.conftest import change_trigger
+from tests.conftest import SERVERS, change_trigger
 
 INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION = -32602, -32022
 
@@ -64,3 +67,23 @@ def test_a_modern_client_hears_list_changed_on_its_listen_stream(stdio: StdioWir
     stdio.modern_request("tools/call", {"name": tool, "arguments": arguments})
     changed = stdio.wait_for_notification("notifications/resources/list_changed")
     assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id
+
+
+def test_a_modern_client_hears_a_subscribed_file_change_on_its_listen_stream(tmp_path: Path) -> None:
+    """The filesystem watcher watches what listen streams asked for, as it does for resources/subscribe."""
+    watched = tmp_path / "watched.txt"
+    watched.write_text("one\n")
+    with StdioWire(SERVERS["filesystem"](tmp_path)) as wire:
+        wire.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 901,
+                "method": "subscriptions/listen",
+                "params": with_envelope({"notifications": {"resourceSubscriptions": [watched.as_uri()]}}),
+            }
+        )
+        wire.wait_for_notification("notifications/subscriptions/acknowledged")
+        watched.write_text("two\n")
+        updated = wire.wait_for_notification("notifications/resources/updated", timeout=15)
+    assert updated["params"]["uri"] == watched.as_uri()
+    assert updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 901

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
+from collections import Counter
 from typing import Any
 
 from mcp.server.connection import Connection
@@ -27,7 +28,13 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types import (
+    EmptyResult,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    UnsubscribeRequestParams,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = ["ChangeHub"]
@@ -50,7 +57,8 @@ class ChangeHub:
         self._sessions: weakref.WeakKeyDictionary[Connection, ServerSession] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
         self.bus = InMemorySubscriptionBus()
-        self.listen_handler = ListenHandler(self.bus)
+        self._listen = ListenHandler(self.bus)
+        self._listened: Counter[str] = Counter()  # URIs open subscriptions/listen streams asked to hear about
         self._pending_kinds: set[str] = set()
         self._pending_uris: set[str] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -87,8 +95,27 @@ class ChangeHub:
 
     @property
     def subscribed_uris(self) -> set[str]:
-        """Every URI some handshake-era client subscribed to: what a watcher must keep an eye on."""
-        return set().union(*self._subscriptions.values()) if self._subscriptions else set()
+        """Every URI some client subscribed to, in either era: what a watcher must keep an eye on."""
+        handshake = set().union(*self._subscriptions.values()) if self._subscriptions else set()
+        return handshake | set(self._listened)
+
+    async def listen_handler(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        """`subscriptions/listen` (2026-07-28): the SDK's stream, with its URIs known to watchers while it is open.
+
+        Without this a watcher that looks only at `subscribed_uris` never watched a modern client's files, and the
+        acknowledged stream stayed silent while they changed.
+        """
+        uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        self._listened.update(uris)
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            self._listened.subtract(uris)
+            for uri in uris:
+                if self._listened[uri] <= 0:
+                    del self._listened[uri]
 
     # --- wiring into the SDK server (done by ReferenceServer) ------------------------------------------------
 
