@@ -29,6 +29,7 @@ PUBLIC = [
     "Toolset",
     "Unavailable",
     "__version__",
+    "audit_target",
     "cut_to_budget",
     "decode_cursor",
     "did_you_mean",

@@ -13,6 +13,7 @@ from mcp_server_core import _environment as _environment
 from mcp_server_core._version import __version__
 
 if TYPE_CHECKING:
+    from mcp_server_core.audit import audit_target
     from mcp_server_core.cli import ServerSpec, run
     from mcp_server_core.conventions import (
         DEFAULT_BUDGET,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from mcp_server_core.toolsets import SessionsUnavailable, Toolset
 
 _EXPORTS = {
+    "audit_target": "audit",
     "ServerSpec": "cli",
     "run": "cli",
     "DEFAULT_BUDGET": "conventions",
@@ -96,6 +98,7 @@ __all__ = [
     "Toolset",
     "Unavailable",
     "__version__",
+    "audit_target",
     "cut_to_budget",
     "decode_cursor",
     "did_you_mean",

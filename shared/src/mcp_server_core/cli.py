@@ -72,6 +72,10 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     common.add_argument("--read-only", action="store_const", const=True, help="register no tool that writes")
     common.add_argument("--toolsets", help="comma-separated toolsets, 'all' or 'default'")
     common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
+    common.add_argument("--audit-log", help="one JSON line per call to 'stderr' or a file (docs/audit.schema.json)")
+    common.add_argument(
+        "--audit-arguments", action="store_const", const=True, help="audit lines carry the arguments, not only a digest"
+    )
     common.add_argument("--auth-token-file", help="file of HTTP bearer tokens, one per line")
     common.add_argument("--jwt-public-key-file", help="PEM public key that signs accepted JWTs")
     common.add_argument("--jwks-file", help="JWKS file whose keys sign accepted JWTs")

@@ -36,6 +36,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
+from mcp_server_core.audit import AuditTrail, note_failure
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.notifications import ChangeHub
@@ -79,8 +80,11 @@ class ReferenceServer(FastMCP[Any]):
             mask_error_details=True,
             **fastmcp_options,
         )
-        # First in the SDK's chain, so every handshake-era connection is known before any handler runs.
-        self._mcp_server.middleware[:0] = [self.changes.track, _explain_invalid_params]
+        self.audit = AuditTrail(name, version)
+        """One audit line per call, read and prompt; written once `configure_audit_log` names a destination."""
+        # First in the SDK's chain: the audit sees what the client saw, and every handshake-era connection is
+        # known before any handler runs.
+        self._mcp_server.middleware[:0] = [self.audit.record, self.changes.track, _explain_invalid_params]
         self.read_only = read_only
         self.call_timeout_s: float | None = None
         """The longest one tools/call may take before its client gets an isError (None: no bound); the CLI sets it."""
@@ -185,8 +189,10 @@ class ReferenceServer(FastMCP[Any]):
                 ) from exc
             raise ToolError(redact(str(exc))) from exc
         except ValidationError as exc:
+            note_failure("invalid_argument")
             raise ToolError(_argument_error(name, exc)) from exc
         except ToolError as exc:
+            note_failure(getattr(exc, "category", None) or "internal")
             cause = exc.__cause__
             if cause is not None and not isinstance(cause, FastMCPError) and str(exc) == f"Error calling tool {name!r}":
                 raise ToolError(
@@ -226,6 +232,7 @@ class ReferenceServer(FastMCP[Any]):
         try:
             return await asyncio.wait_for(asyncio.shield(task), self.call_timeout_s)
         except TimeoutError:
+            note_failure("unavailable", timed_out=True)
             task.add_done_callback(_forget)
             task.cancel()
             tool = await self.get_tool(name)

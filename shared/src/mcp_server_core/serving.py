@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 from fastmcp.server.context import reset_transport, set_transport
 
+from mcp_server_core.audit import configure_audit_log
 from mcp_server_core.errors import RedactingFormatter
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import LogLevel, ServerSettings
@@ -172,10 +173,16 @@ def _exit_after_stdio_sigterm() -> None:
     os._exit(0)
 
 
+def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
+    server.call_timeout_s = settings.call_timeout_s
+    server.audit.include_arguments = settings.audit_arguments
+
+
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:
     """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either)."""
     configure_logging(settings.log_level)
-    server.call_timeout_s = settings.call_timeout_s
+    configure_audit_log(settings.audit_log)
+    _apply_settings(server, settings)
     if settings.transport == "http":
         anyio.run(serve_http, server, settings)
     elif anyio.run(functools.partial(serve_stdio, server, drain_timeout=settings.drain_timeout_s)):
@@ -216,7 +223,7 @@ def _run_worker(build: Callable[[], ReferenceServer], settings: ServerSettings, 
             sock.close()
             sock = _listen(settings.host, port, reuse_port=True)
         server = build()
-        server.call_timeout_s = settings.call_timeout_s
+        _apply_settings(server, settings)
         anyio.run(serve_http, server, settings, sock)
     except ValueError as exc:
         print(f"worker {os.getpid()}: error: {exc}", file=sys.stderr)
@@ -232,6 +239,7 @@ def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings
     if not hasattr(os, "fork"):
         raise ValueError("--workers needs os.fork (Linux, macOS); run one process per port behind the gateway")
     configure_logging(settings.log_level)
+    configure_audit_log(settings.audit_log)  # inherited by the forked workers, each appending whole lines
     sock = _listen(settings.host, settings.port, listen=not SPREAD_BY_KERNEL)
     if SPREAD_BY_KERNEL:
         # Bound first without SO_REUSEPORT, so a port anyone holds (a second copy of this server included) is

@@ -53,6 +53,12 @@ class ServerSettings(BaseSettings):
         le=1024 * 1024 * 1024,
         description="largest HTTP request body read; larger ones get 413 before being read whole",
     )
+    audit_log: str | None = Field(
+        None, description="where audit lines go: 'stderr' or a file path (reopened after logrotate); none: off"
+    )
+    audit_arguments: bool = Field(
+        False, description="put each call's arguments (redacted) in its audit line, not only their digest"
+    )
     read_only: bool = False
     toolsets: str | None = Field(None, description="comma-separated toolset names, or 'all' / 'default'")
     log_level: LogLevel = "WARNING"

@@ -22,6 +22,7 @@ from mcp_server_core import (
     NotFound,
     Rendered,
     Toolset,
+    audit_target,
     decode_cursor,
     did_you_mean,
     encode_cursor,
@@ -182,12 +183,14 @@ def notes_toolset(store: NoteStore) -> Toolset:
     ) -> WriteOutcome:
         """Use to create a note, or replace one with overwrite=true; the write is atomic."""
         created = store.write(name, text, overwrite=overwrite)
+        audit_target(f"note://{name}")
         return WriteOutcome(name=name, bytes=len(text.encode()), created=created)
 
     @toolset.tool(title="Delete note", read_only=False, open_world=False, destructive=True, idempotent=True)
     def delete_note(name: NoteName) -> str:
         """Use to delete a note for good."""
         store.delete(name)
+        audit_target(f"note://{name}")
         return f"deleted {name}"
 
     return toolset

@@ -23,6 +23,7 @@ from mcp_server_core import (
     Rendered,
     ToolFailure,
     Toolset,
+    audit_target,
     decode_cursor,
     encode_cursor,
 )
@@ -545,6 +546,11 @@ def files_toolset(ws: Workspace) -> Toolset:
                 raise
             raise type(exc)(f"{exc} {box.roots_note}") from None
 
+    def changed(path: str, listing: bool) -> None:
+        """A write landed on `path`: its audit line names it, and resource subscribers hear of it."""
+        audit_target(path)
+        ws.on_change(path, listing)
+
     @tool(title="Read file", read_only=True, open_world=False)
     async def read_file(
         path: Annotated[str | list[str], Field(description="One path or a list")],
@@ -572,7 +578,7 @@ def files_toolset(ws: Workspace) -> Toolset:
     ) -> str:
         """Use to create or replace a whole file (atomic; makes parents)."""
         message, location, created = await run(ctx, _write, path, content, create_only)
-        ws.on_change(location.path, created)
+        changed(location.path, created)
         return message
 
     @tool(title="Edit file", read_only=False, open_world=False, destructive=True)
@@ -586,7 +592,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         """Use to change parts of a text file by exact old_text; returns a diff."""
         message, location = await run(ctx, _edit, path, edits, dry_run, expected_sha256)
         if location is not None:
-            ws.on_change(location.path, False)
+            changed(location.path, False)
         return message
 
     @tool(title="Create directory", read_only=False, open_world=False, idempotent=True)
@@ -600,7 +606,7 @@ def files_toolset(ws: Workspace) -> Toolset:
 
         message, location, created = await run(ctx, make)
         if created:
-            ws.on_change(location.path, True)
+            changed(location.path, True)
         return message
 
     @tool(title="Move path", read_only=False, open_world=False, destructive=True)
@@ -610,11 +616,11 @@ def files_toolset(ws: Workspace) -> Toolset:
         """Use to move, rename or (copy=true) copy a file or directory."""
         if copy:
             message, dst = await run(ctx, _copy, source, destination, overwrite)
-            ws.on_change(dst.path, True)
+            changed(dst.path, True)
             return message
         message, src, dst = await run(ctx, _move, source, destination, overwrite)
-        ws.on_change(src.path, True)
-        ws.on_change(dst.path, True)
+        changed(src.path, True)
+        changed(dst.path, True)
         return message
 
     @tool(title="Delete path", read_only=False, open_world=False, destructive=True, idempotent=True)
@@ -631,7 +637,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             return f"deleted {kind} {location.shown}", location
 
         message, location = await run(ctx, remove)
-        ws.on_change(location.path, True)
+        changed(location.path, True)
         return message
 
     @tool(title="List directory", read_only=True, open_world=False)
