@@ -28,6 +28,7 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_server_core.auth import BearerTokens, auth_provider
+from mcp_server_core.health import add_health_routes
 from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import ServerSettings
@@ -181,6 +182,7 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlet
         server.auth = auth
     if settings.stateless:
         server.without_sessions()
+    add_health_routes(server)
     return server.http_app(
         path=settings.path,
         stateless_http=settings.stateless,

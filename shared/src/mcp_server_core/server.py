@@ -39,6 +39,7 @@ from pydantic import ValidationError as PydanticValidationError
 from mcp_server_core.audit import AuditTrail, note_failure
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, did_you_mean, redact
+from mcp_server_core.health import Readiness
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
 
@@ -80,6 +81,8 @@ class ReferenceServer(FastMCP[Any]):
             mask_error_details=True,
             **fastmcp_options,
         )
+        self.readiness = Readiness()
+        """What /readyz checks on HTTP: a server sets its upstream's check (`server.readiness.set(...)`)."""
         self.audit = AuditTrail(name, version)
         """One audit line per call, read and prompt; written once `configure_audit_log` names a destination."""
         # First in the SDK's chain: the audit sees what the client saw, and every handshake-era connection is

@@ -46,6 +46,12 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     if settings.schema_poll_s:
         server.run_in_background(lambda: schema.poll(settings.schema_poll_s))
     server.on_shutdown(db.close)
+
+    def ping() -> None:
+        with db.connect() as connection:
+            db.execute(connection, "SELECT 1")
+
+    server.readiness.set(ping, upstream="the database")
     add_prompts(server)
     return server
 

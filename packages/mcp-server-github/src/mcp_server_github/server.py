@@ -53,6 +53,10 @@ def build_server(settings: GitHubSettings) -> ReferenceServer:
     )
     ref.server = server
     server.on_shutdown(api.close)
+    # Ready when GitHub answers and, with a token, accepts it (/user needs one; /rate_limit costs no quota).
+    server.readiness.set(
+        lambda: api.request("GET", "/user" if api.authenticated else "/rate_limit", what="readiness"), upstream="GitHub"
+    )
     return server
 
 

@@ -77,6 +77,7 @@ def build_server(settings: SlackSettings) -> SlackServer:
         read_only=settings.read_only,
     )
     server.api = api
+    server.readiness.set(lambda: api.call("auth.test"), upstream="Slack")  # reachable, and the token accepted
     server.directory = directory
     server.add_provider(channels)
     _add_directory_resources(server, directory)

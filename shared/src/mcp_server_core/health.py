@@ -1,0 +1,93 @@
+"""Health endpoints for load balancers and orchestrators, beside the MCP endpoint on the HTTP transport.
+
+- `GET /healthz`: the process serves HTTP (liveness). Always 200 while it runs.
+- `GET /readyz`: the server can do its work: its upstream answered its readiness check (a database ping, the
+  GitHub or Slack token accepted). 200 or 503. The verdict is cached for `READY_TTL_S`, so a load balancer
+  polling every second costs the upstream one check in five seconds, and a check gets `CHECK_TIMEOUT_S`.
+
+Both answer without a bearer token (a load balancer has none) and say nothing an anonymous caller should not
+learn: the failure's detail goes to the server log, the answer names only the kind of upstream that failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from mcp_server_core.errors import redact
+
+if TYPE_CHECKING:
+    from mcp_server_core.server import ReferenceServer
+
+__all__ = ["CHECK_TIMEOUT_S", "READY_TTL_S", "Readiness", "add_health_routes"]
+
+logger = logging.getLogger(__name__)
+
+READY_TTL_S = 5.0
+CHECK_TIMEOUT_S = 3.0
+_HEADERS = {"Cache-Control": "no-store"}
+
+
+class Readiness:
+    """A server's readiness check (sync, raises when not ready), run in a thread and cached briefly."""
+
+    def __init__(self) -> None:
+        self.check: Callable[[], object] | None = None
+        self.upstream = "upstream"
+        self._verdict: tuple[float, bool] | None = None
+        self._lock = anyio.Lock()
+
+    def set(self, check: Callable[[], object], *, upstream: str) -> None:
+        """`check()` raises if `upstream` (words an anonymous caller may read: "the database", "GitHub") is not
+        usable now."""
+        self.check, self.upstream, self._verdict = check, upstream, None
+
+    async def ready(self) -> bool:
+        if self.check is None:
+            return True
+        async with self._lock:  # one check at a time, however many probes arrive
+            if self._verdict is not None and time.monotonic() - self._verdict[0] < READY_TTL_S:
+                return self._verdict[1]
+            ok = await self._run(self.check)
+            self._verdict = (time.monotonic(), ok)
+            return ok
+
+    async def _run(self, check: Callable[[], object]) -> bool:
+        try:
+            with anyio.fail_after(CHECK_TIMEOUT_S):
+                # abandon_on_cancel: a check stuck on a dead upstream must not hold the probe past its timeout.
+                await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+        except TimeoutError:
+            logger.warning("readiness: %s did not answer within %g s", self.upstream, CHECK_TIMEOUT_S)
+            return False
+        except Exception as exc:
+            logger.warning("readiness: %s is not usable: %s", self.upstream, redact(str(exc))[:300])
+            return False
+        return True
+
+
+def add_health_routes(server: ReferenceServer) -> None:
+    """Register /healthz and /readyz on `server`'s HTTP app (once)."""
+    if getattr(server, "_health_routes", False):
+        return
+    server._health_routes = True  # type: ignore[attr-defined]
+
+    @server.custom_route("/healthz", methods=["GET"])
+    async def healthz(_request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"}, headers=_HEADERS)
+
+    @server.custom_route("/readyz", methods=["GET"])
+    async def readyz(_request: Request) -> JSONResponse:
+        if await server.readiness.ready():
+            return JSONResponse({"status": "ready"}, headers=_HEADERS)
+        return JSONResponse(
+            {"status": "unavailable", "reason": f"{server.readiness.upstream} is not usable now"},
+            status_code=503,
+            headers={**_HEADERS, "Retry-After": str(int(READY_TTL_S))},
+        )
