@@ -52,7 +52,7 @@ conformance-deps:
 	@test -x $(NPM_PREFIX)/node_modules/.bin/conformance || npm ci --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error
 
 .PHONY: pytest
-pytest: install conformance-deps ## The test suites of every package and the cross-server tests
+pytest: install conformance-deps bundle-deps ## The test suites of every package and the cross-server tests
 	$(UV) run --no-sync pytest
 
 .PHONY: test
@@ -61,6 +61,16 @@ test: lint typecheck pytest dist ## Everything CI runs: lint, types, tests (conf
 .PHONY: dist
 dist: install ## Build every sdist and wheel into dist/, check them, and run each server from its wheel alone
 	$(UV) run --no-sync python scripts/dist.py
+
+BUNDLE_PREFIX := scripts/bundle
+
+.PHONY: bundle-deps
+bundle-deps:
+	@test -x $(BUNDLE_PREFIX)/node_modules/.bin/mcpb || npm ci --prefix $(BUNDLE_PREFIX) --no-audit --no-fund --loglevel=error
+
+.PHONY: bundles
+bundles: install bundle-deps ## MCP Bundles (.mcpb) of the local servers for one-click install: dist/bundles/
+	$(UV) run --no-sync python scripts/bundles.py
 
 .PHONY: bench
 bench: install ## Benchmarks, each server beside its anchor in one run; writes bench/results*.md

@@ -127,10 +127,18 @@ class StdioWire:
         """A 2026-07-28 request: no handshake, the envelope rides in `_meta`."""
         return self.request(method, with_envelope(params), timeout=timeout)
 
-    def initialize(self, version: str = LATEST_HANDSHAKE, capabilities: Mapping[str, Any] | None = None) -> Message:
+    def initialize(
+        self,
+        version: str = LATEST_HANDSHAKE,
+        capabilities: Mapping[str, Any] | None = None,
+        *,
+        timeout: float = 15.0,
+    ) -> Message:
+        """The handshake; `timeout` is longer for a server that installs itself first (uv run, a bundle)."""
         response = self.request(
             "initialize",
             {"protocolVersion": version, "capabilities": dict(capabilities or {}), "clientInfo": CLIENT_INFO},
+            timeout=timeout,
         )
         self.notify("notifications/initialized")
         return response
