@@ -25,13 +25,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from logging.handlers import WatchedFileHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_server_core.errors import redact
+
+if TYPE_CHECKING:
+    from mcp_server_core.metrics import CallMetrics
 
 __all__ = ["AUDIT_LOGGER", "AuditTrail", "audit_target", "configure_audit_log", "note_failure"]
 
@@ -99,14 +102,20 @@ class AuditTrail:
         self.server = server
         self.version = version
         self.include_arguments = include_arguments
+        self.metrics: CallMetrics | None = None
+        """Counts the same outcomes for Prometheus, once the HTTP transport turns metrics on."""
 
     async def record(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         subject_key = AUDITED.get(ctx.method)
-        if subject_key is None or not logger.isEnabledFor(logging.INFO):
+        writing = logger.isEnabledFor(logging.INFO)
+        metrics = self.metrics
+        if subject_key is None or not (writing or metrics):
             return await call_next(ctx)
         note = AuditNote()
         token = _note.set(note)
         started = time.perf_counter()
+        if metrics is not None:
+            metrics.started(ctx.method)
         outcome, code, result = "ok", None, None
         try:
             result = await call_next(ctx)
@@ -124,8 +133,13 @@ class AuditTrail:
             raise
         finally:
             _note.reset(token)
+            seconds = time.perf_counter() - started
             try:
-                self._write(ctx, subject_key, note, outcome, code, result, time.perf_counter() - started)
+                if metrics is not None:
+                    subject = str((ctx.params or {}).get(subject_key, ""))
+                    metrics.finished(ctx.method, subject, outcome, note.category, seconds)
+                if writing:
+                    self._write(ctx, subject_key, note, outcome, code, result, seconds)
             except Exception:  # the trail must never break the call it records
                 logging.getLogger(__name__).exception("could not write an audit line")
 

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_server_core.auth import BearerTokens, auth_provider
 from mcp_server_core.health import add_health_routes
 from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
+from mcp_server_core.metrics import add_metrics_route
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import ServerSettings
 
@@ -183,6 +184,7 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlet
     if settings.stateless:
         server.without_sessions()
     add_health_routes(server)
+    add_metrics_route(server)
     return server.http_app(
         path=settings.path,
         stateless_http=settings.stateless,

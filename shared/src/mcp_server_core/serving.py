@@ -34,6 +34,7 @@ from fastmcp.server.context import reset_transport, set_transport
 
 from mcp_server_core.audit import configure_audit_log
 from mcp_server_core.errors import RedactingFormatter
+from mcp_server_core.metrics import prepare_for_workers, remove_folder, worker_died
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import LogLevel, ServerSettings
 from mcp_server_core.stdio import stdio_transport
@@ -247,6 +248,7 @@ def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings
         port = sock.getsockname()[1]
         sock.close()
         sock = _listen(settings.host, port, reuse_port=True, listen=False)
+    metrics_folder = prepare_for_workers()  # before any fork: every worker's metrics land in one folder
     workers: dict[int, float] = {}  # pid -> start time
     stopping = False
     quick_deaths = 0
@@ -287,6 +289,7 @@ def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings
             started = workers.pop(pid, None)
             if started is None:
                 continue
+            worker_died(pid)
             code = os.waitstatus_to_exitcode(status)
             if stopping:
                 exit_code = exit_code or (code if code > 0 else 0)
@@ -304,4 +307,5 @@ def serve_workers(build: Callable[[], ReferenceServer], settings: ServerSettings
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         sock.close()
+        remove_folder(metrics_folder)
     return exit_code

@@ -1,0 +1,158 @@
+"""Prometheus metrics on the HTTP transport: `GET /metrics`, authenticated like the MCP endpoint.
+
+What is counted (prometheus-client, text format 0.0.4):
+- `mcp_requests_total{method, name, outcome}`: tools/call, resources/read and prompts/get by tool or prompt name
+  (a resource by its URI scheme, so file paths never become label values) and the audit trail's outcome class;
+- `mcp_request_duration_seconds{method}`: a latency histogram;
+- `mcp_requests_in_flight{method}`: calls being answered now;
+- `mcp_upstream_failures_total{category}`: isError results whose cause was upstream (unavailable, rate_limited);
+- `mcp_rate_limit_wait_seconds_total{upstream}`: time spent waiting out an upstream's Retry-After;
+- `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason.
+
+The outcome is the one the audit trail computes (one SDK middleware observes each call once for both). With
+`--workers N`, prometheus-client's multiprocess mode aggregates every worker: the parent names a fresh folder in
+`PROMETHEUS_MULTIPROC_DIR` before forking (the library reads it at import, which is why nothing here imports it
+earlier), each worker writes its own files there, and whichever worker answers /metrics sums them all. A worker
+that dies is marked dead so its in-flight gauge stops counting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from mcp_server_core.server import ReferenceServer
+
+__all__ = [
+    "CallMetrics",
+    "add_metrics_route",
+    "call_metrics",
+    "prepare_for_workers",
+    "record_auth_failure",
+    "record_rate_limit_wait",
+    "remove_folder",
+    "worker_died",
+]
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_UPSTREAM = {"unavailable", "rate_limited"}
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class CallMetrics:
+    """The family's metrics in one registry (per process; summed across workers by `/metrics`)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import Counter, Gauge, Histogram
+
+        self.requests = Counter("mcp_requests", "Requests answered", ["method", "name", "outcome"])
+        self.duration = Histogram(
+            "mcp_request_duration_seconds", "Time to answer", ["method"], buckets=_LATENCY_BUCKETS
+        )
+        self.in_flight = Gauge(
+            "mcp_requests_in_flight", "Requests being answered", ["method"], multiprocess_mode="livesum"
+        )
+        self.upstream_failures = Counter("mcp_upstream_failures", "Calls failed by an upstream", ["category"])
+        self.rate_limit_wait = Counter(
+            "mcp_rate_limit_wait_seconds", "Seconds spent waiting out upstream rate limits", ["upstream"]
+        )
+        self.auth_failures = Counter("mcp_auth_failures", "Requests refused at the HTTP front", ["reason"])
+
+    def started(self, method: str) -> None:
+        self.in_flight.labels(method).inc()
+
+    def finished(self, method: str, subject: str, outcome: str, category: str | None, seconds: float) -> None:
+        self.in_flight.labels(method).dec()
+        name = (urlsplit(subject).scheme or "unknown") if method == "resources/read" else subject[:100]
+        self.requests.labels(method, name, outcome).inc()
+        self.duration.labels(method).observe(seconds)
+        if category in _UPSTREAM:
+            self.upstream_failures.labels(category).inc()
+
+
+_metrics: list[CallMetrics] = []
+
+
+def call_metrics() -> CallMetrics:
+    """This process's metrics, made on first use (after any fork, so each worker writes its own files)."""
+    if not _metrics:
+        _metrics.append(CallMetrics())
+    return _metrics[0]
+
+
+def record_rate_limit_wait(upstream: str, seconds: float) -> None:
+    """An upstream client waited `seconds` for a rate limit (GitHub, Slack); counted where metrics are on."""
+    if _metrics:
+        _metrics[0].rate_limit_wait.labels(upstream).inc(seconds)
+
+
+def record_auth_failure(reason: str) -> None:
+    if _metrics:
+        _metrics[0].auth_failures.labels(reason).inc()
+
+
+def prepare_for_workers() -> str | None:
+    """In the parent, before forking: a fresh folder for every worker's metric files; returns it to remove."""
+    if os.environ.get(MULTIPROCESS_ENV):
+        return None  # the operator chose one (and cleans it)
+    folder = tempfile.mkdtemp(prefix="mcp-metrics-")
+    os.environ[MULTIPROCESS_ENV] = folder
+    return folder
+
+
+def worker_died(pid: int) -> None:
+    if os.environ.get(MULTIPROCESS_ENV):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+
+def remove_folder(folder: str | None) -> None:
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def add_metrics_route(server: ReferenceServer) -> None:
+    """`GET /metrics` on `server`'s HTTP app, asking for the same bearer token as the MCP endpoint."""
+    if getattr(server, "_metrics_route", False):
+        return
+    server._metrics_route = True  # type: ignore[attr-defined]
+    server.audit.metrics = call_metrics()
+
+    @server.custom_route("/metrics", methods=["GET"])
+    async def metrics(request: Request) -> Response:
+        if server.auth is not None and not await _authorized(server, request):
+            return Response(
+                "401 Unauthorized: /metrics takes the MCP endpoint's bearer token\n",
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+                media_type="text/plain",
+            )
+        return Response(_exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _authorized(server: ReferenceServer, request: Request) -> bool:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    verifier: Any = server.auth
+    return await verifier.verify_token(token.strip()) is not None
+
+
+def _exposition() -> bytes:
+    from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+
+    if os.environ.get(MULTIPROCESS_ENV):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

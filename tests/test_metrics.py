@@ -1,0 +1,68 @@
+"""GET /metrics on the HTTP front: the token the MCP endpoint takes, Prometheus text the library's own parser
+reads, counts that match the calls made, and one sum across --workers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx2
+from mcp_server_core.testing import HttpWire, python_module, spawn_http_server
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import SERVERS
+
+TOKEN = "metrics-test-token-" + "m" * 40
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], metric: str, **labels: str) -> float:
+    return samples.get((metric, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_count_calls_by_tool_and_outcome_behind_the_endpoints_token(tmp_path: Path) -> None:
+    env = {**os.environ, "MCP_TEMPLATE_AUTH_TOKEN": TOKEN}
+    with (
+        spawn_http_server(SERVERS["template"](tmp_path), env=env) as (url, _process),
+        HttpWire(url, token=TOKEN) as wire,
+    ):
+        wire.initialize()
+        wire.request("tools/call", {"name": "write_note", "arguments": {"name": "a", "text": "x"}})
+        wire.request("tools/call", {"name": "read_note", "arguments": {"name": "missing"}})
+        wire.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+        wire.request("resources/read", {"uri": "note://a"})
+        endpoint = url.removesuffix("/mcp") + "/metrics"
+        anonymous = httpx2.get(endpoint)
+        scraped = httpx2.get(endpoint, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert anonymous.status_code == 401
+    assert scraped.status_code == 200
+    assert scraped.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert TOKEN not in scraped.text
+    samples = _samples(scraped.text)
+    calls = "mcp_requests_total"
+    assert _value(samples, calls, method="tools/call", name="write_note", outcome="ok") == 1
+    assert _value(samples, calls, method="tools/call", name="read_note", outcome="tool_error") == 1
+    assert _value(samples, calls, method="tools/call", name="no_such_tool", outcome="protocol_error") == 1
+    assert _value(samples, calls, method="resources/read", name="note", outcome="ok") == 1, "a URI's scheme only"
+    assert _value(samples, "mcp_request_duration_seconds_count", method="tools/call") == 3
+    assert _value(samples, "mcp_requests_in_flight", method="tools/call") == 0
+
+
+def test_metrics_sum_every_worker(tmp_path: Path) -> None:
+    argv = [*python_module("mcp_server_db", "--schema-poll-s", "0"), "--stateless", "--workers", "2"]
+    with spawn_http_server(argv) as (url, _process):
+        for n in range(24):  # a fresh connection each: the kernel spreads them over both workers
+            with HttpWire(url) as wire:
+                arguments = {"sql": "SELECT :n AS n", "params": {"n": n}}
+                answer = wire.modern_request("tools/call", {"name": "run_query", "arguments": arguments})
+                assert answer["result"]["isError"] is False
+        scrapes = [httpx2.get(url.removesuffix("/mcp") + "/metrics").text for _ in range(6)]
+    for text in scrapes:  # whichever worker answered, it counted both
+        assert _value(_samples(text), "mcp_requests_total", method="tools/call", name="run_query", outcome="ok") == 24
