@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -42,6 +43,7 @@ from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.health import Readiness
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
+from mcp_server_core.tracing import annotate_call
 
 __all__ = ["ReferenceServer"]
 
@@ -181,7 +183,7 @@ class ReferenceServer(FastMCP[Any]):
         if not run_middleware:  # the inner call of fastmcp's middleware chain: translate once, outside it
             return await super().call_tool(name, arguments, version=version, run_middleware=False)
         try:
-            return await self._within_deadline(name, super().call_tool(name, arguments, version=version))
+            result = await self._within_deadline(name, super().call_tool(name, arguments, version=version))
         except (NotFoundError, DisabledError) as exc:
             if await self.get_tool(name, version=version) is None:
                 known = [t.name for t in await self.list_tools()]
@@ -192,10 +194,10 @@ class ReferenceServer(FastMCP[Any]):
                 ) from exc
             raise ToolError(redact(str(exc))) from exc
         except ValidationError as exc:
-            note_failure("invalid_argument")
+            self._failed(name, "invalid_argument")
             raise ToolError(_argument_error(name, exc)) from exc
         except ToolError as exc:
-            note_failure(getattr(exc, "category", None) or "internal")
+            self._failed(name, getattr(exc, "category", None) or "internal", timed_out=isinstance(exc, _CallTimedOut))
             cause = exc.__cause__
             if cause is not None and not isinstance(cause, FastMCPError) and str(exc) == f"Error calling tool {name!r}":
                 raise ToolError(
@@ -205,6 +207,20 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+        annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
+        return result
+
+    def _failed(self, name: str, category: str, *, timed_out: bool = False) -> None:
+        """Why a call failed, for its audit line and its span (the span is current here, not in the audit)."""
+        note_failure(category, timed_out=timed_out)
+        outcome = "timeout" if timed_out else "refused" if category == "refused" else "tool_error"
+        annotate_call(self._toolset_of(name), outcome, category=category)
+
+    def _toolset_of(self, tool_name: str) -> str | None:
+        for toolset in self.toolsets.available:
+            if any(d.name == tool_name for d in toolset.tools):
+                return toolset.name
+        return None
 
     async def read_resource(
         self,
@@ -235,7 +251,6 @@ class ReferenceServer(FastMCP[Any]):
         try:
             return await asyncio.wait_for(asyncio.shield(task), self.call_timeout_s)
         except TimeoutError:
-            note_failure("unavailable", timed_out=True)
             task.add_done_callback(_forget)
             task.cancel()
             tool = await self.get_tool(name)
@@ -246,7 +261,7 @@ class ReferenceServer(FastMCP[Any]):
                 else "It may still complete: check its effect before calling it again."
             )
             logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
-            raise ToolError(
+            raise _CallTimedOut(
                 f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
                 f"what it waits on is too slow right now. {after}"
             ) from None
@@ -283,6 +298,18 @@ class ReferenceServer(FastMCP[Any]):
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
+
+
+class _CallTimedOut(ToolError):
+    """The whole-call deadline passed: an isError at once, its outcome `timeout` in the audit and the span."""
+
+    category = "unavailable"
+
+
+def _result_bytes(result: ToolResult) -> int:
+    text = sum(len(getattr(block, "text", "") or "") for block in result.content)
+    structured = len(json.dumps(result.structured_content, separators=(",", ":"), default=str))
+    return text + (structured if result.structured_content is not None else 0)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

@@ -38,6 +38,7 @@ from mcp_server_core.metrics import prepare_for_workers, remove_folder, worker_d
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import LogLevel, ServerSettings
 from mcp_server_core.stdio import stdio_transport
+from mcp_server_core.tracing import configure_tracing
 
 __all__ = ["configure_logging", "serve", "serve_http", "serve_stdio", "serve_workers"]
 
@@ -177,6 +178,9 @@ def _exit_after_stdio_sigterm() -> None:
 def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
     server.call_timeout_s = settings.call_timeout_s
     server.audit.include_arguments = settings.audit_arguments
+    flush_traces = configure_tracing(server.name, server.version or "")
+    if flush_traces is not None:
+        server.on_shutdown(flush_traces)
 
 
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:

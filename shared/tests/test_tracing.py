@@ -1,0 +1,90 @@
+"""Traces: the family's attributes on fastmcp's span of each call, one trace per call, no argument value or
+secret in any attribute; and OTEL_* in the environment wires an exporter (console here, stderr only)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from mcp_server_core.testing import StdioWire
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from .conftest import SECRET, build
+
+ARGUMENT = "a-value-only-the-arguments-hold"
+
+
+@pytest.fixture(scope="module")
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # once per process: the API refuses a second provider
+    yield exporter
+    provider.shutdown()
+
+
+def _attributes(span: ReadableSpan) -> dict[str, object]:
+    return dict(span.attributes or {})
+
+
+async def test_each_call_is_one_trace_carrying_the_familys_attributes(spans: InMemorySpanExporter) -> None:
+    spans.clear()
+    async with Client(build(), mode="legacy") as client:
+        await client.call_tool("add_numbers", {"a": 3, "b": 4})
+        await client.call_tool_mcp("divide_numbers", {"a": 1, "b": 0})
+        await client.call_tool_mcp("add_numbers", {"a": 99})
+        await client.call_tool_mcp("explode_now", {})
+    finished = spans.get_finished_spans()
+    calls = [s for s in finished if s.kind == SpanKind.SERVER and _attributes(s).get("mcp.method.name") == "tools/call"]
+    by_tool = {(_attributes(s)["gen_ai.tool.name"], _attributes(s)["mcp.outcome"]): s for s in calls}
+    ok = by_tool[("add_numbers", "ok")]
+    assert _attributes(ok)["mcp.toolset"] == "arithmetic"
+    assert int(str(_attributes(ok)["mcp.result.bytes"])) > 0
+    assert _attributes(by_tool[("divide_numbers", "tool_error")])["mcp.failure.category"] == "invalid_argument"
+    assert _attributes(by_tool[("add_numbers", "tool_error")])["mcp.failure.category"] == "invalid_argument"
+    assert _attributes(by_tool[("explode_now", "tool_error")])["mcp.failure.category"] == "internal"
+    by_id = {s.context.span_id: s for s in finished}
+    for call in calls:  # the server's span continues the trace of the client request that sent it
+        assert call.parent is not None
+        sender = by_id[call.parent.span_id]
+        assert (sender.kind, sender.name) == (SpanKind.CLIENT, f"MCP send {call.name}")
+        assert sender.context.trace_id == call.context.trace_id
+    text = json.dumps([_attributes(s) for s in finished], default=str)
+    assert SECRET not in text
+
+
+async def test_no_argument_value_becomes_an_attribute(spans: InMemorySpanExporter) -> None:
+    spans.clear()
+    server = build()
+    server.toolsets.enable("writing")
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("write_thing", {"text": f"{ARGUMENT} {SECRET}"})
+    text = json.dumps([_attributes(s) for s in spans.get_finished_spans()], default=str)
+    assert "write_thing" in text
+    assert ARGUMENT not in text
+    assert SECRET not in text
+
+
+def test_otel_environment_wires_an_exporter_on_stderr_only(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "mcp_server_template", "--notes-dir", str(tmp_path)]
+    env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "notes-under-test"}
+    with StdioWire(argv, env=env) as wire:
+        wire.initialize()
+        wire.request("tools/call", {"name": "write_note", "arguments": {"name": "n", "text": ARGUMENT}})
+        assert wire.close() == 0
+        for line in wire.raw_lines:  # stdout stays the protocol's
+            assert json.loads(line)["jsonrpc"] == "2.0"
+        stderr = wire.stderr
+    assert '"mcp.outcome": "ok"' in stderr
+    assert '"mcp.toolset": "notes"' in stderr
+    assert '"service.name": "notes-under-test"' in stderr
+    assert ARGUMENT not in stderr
