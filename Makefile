@@ -16,7 +16,7 @@ uv:
 
 .PHONY: install
 install: uv ## Install every package of the workspace and the dev tools into .venv
-	$(UV) sync --all-packages --locked
+	$(UV) sync --all-packages --locked --compile-bytecode
 
 .PHONY: demo
 demo: install ## A scripted session with the database inspector on its bundled sample, every JSON-RPC message
@@ -53,7 +53,8 @@ conformance-deps:
 
 .PHONY: pytest
 pytest: install conformance-deps bundle-deps ## The test suites of every package and the cross-server tests
-	$(UV) run --no-sync pytest
+	$(UV) run --no-sync pytest -n 2 --dist loadscope -m "not serial"
+	$(UV) run --no-sync pytest -m serial
 
 .PHONY: test
 test: lint typecheck pytest dist ## Everything CI runs: lint, types, tests (conformance included), the wheels

@@ -29,6 +29,9 @@ from sqlalchemy.exc import OperationalError
 
 from tests.conftest import SERVERS
 
+# Deadlines and latencies are measured here: run alone, after the parallel phase (`make pytest`).
+pytestmark = pytest.mark.serial
+
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 

@@ -40,6 +40,9 @@ from mcp_server_core.testing import StdioWire, WireError, python_module
 
 from tests.conftest import ROOT
 
+# Deadlines and latencies are measured here: run alone, after the parallel phase (`make pytest`).
+pytestmark = pytest.mark.serial
+
 Mode = Literal["stall", "stall_body", "reset", "relay", "drip"]
 
 TIMEOUT_S = 1

@@ -25,6 +25,9 @@ from mcp_server_core.testing import HttpWire, StdioWire, python_module, spawn_ht
 
 from tests.conftest import SERVERS
 
+# Deadlines and latencies are measured here: run alone, after the parallel phase (`make pytest`).
+pytestmark = pytest.mark.serial
+
 CALLS = 240
 CLIENTS = 16
 """Concurrent clients: more than the five threads at which SQLite on SingletonThreadPool crashed a worker."""

@@ -336,7 +336,25 @@ class HttpWire:
         self.close()
 
 
+_WORKER_PORTS = 2_000
+"""Ports per pytest-xdist worker, below Linux's ephemeral range (32768+), so no worker's choice is another's,
+nor the port the kernel gives some client's outgoing connection."""
+_next_port = itertools.count()
+
+
 def free_port() -> int:
+    """A port nothing listens on now: the kernel's choice, or, under pytest-xdist, one from this worker's range."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit():
+        base = 20_000 + int(worker[2:]) % 6 * _WORKER_PORTS
+        for _ in range(_WORKER_PORTS):
+            candidate = base + next(_next_port) % _WORKER_PORTS
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", candidate))
+                except OSError:
+                    continue
+                return candidate
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -355,38 +373,67 @@ def spawn_http_server(
     """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts.
 
     The server's stdout and stderr go to `log` when given (a test reads what it logged), else to a temporary file.
+    A free port is free only until someone binds it: with tests running in parallel, another worker's server can
+    take it first, so a server that could not bind a port chosen here is started again on another.
     """
-    port = port or free_port()
     owned = log is None
     log = log or tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen(
-        [*argv, "--transport", "http", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
-    )
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise WireError(f"the HTTP server exited with {proc.returncode}: {log.read().decode()[-2000:]}")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise WireError(f"the HTTP server did not listen on {port} within {ready_timeout} s")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        for attempt in range(_BIND_ATTEMPTS):
+            chosen = port or free_port()
+            start = log.seek(0, os.SEEK_END)
+            proc = subprocess.Popen(
+                [*argv, "--transport", "http", "--port", str(chosen)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+            )
+            try:
+                if _wait_listening(
+                    proc, chosen, ready_timeout, log, start, retry=port is None and attempt + 1 < _BIND_ATTEMPTS
+                ):
+                    yield f"http://127.0.0.1:{chosen}/mcp", proc
+                    return
+            finally:
+                _stop(proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         if owned:
             log.close()
+
+
+_BIND_ATTEMPTS = 3
+
+
+def _wait_listening(
+    proc: subprocess.Popen[bytes], port: int, timeout: float, log: IO[bytes], start: int, *, retry: bool
+) -> bool:
+    """True once `port` accepts; False if the server lost the port to someone else and may try another."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            log.seek(start)
+            said = log.read().decode(errors="replace")
+            if retry and ("address already in use" in said.lower() or "cannot listen" in said):
+                return False
+            raise WireError(f"the HTTP server exited with {proc.returncode}: {said[-2000:]}")
+        with socket.socket() as probe:
+            # Something answers; it is ours only if ours is still running (else the loop reads why it left).
+            if probe.connect_ex(("127.0.0.1", port)) == 0 and proc.poll() is None:
+                return True
+        if time.monotonic() > deadline:
+            raise WireError(f"the HTTP server did not listen on {port} within {timeout} s")
+        time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def python_module(module: str, *args: str) -> list[str]:
