@@ -61,7 +61,8 @@ def test_every_kind_of_outcome_has_its_line_over_stdio(tmp_path: Path) -> None:
 
 def test_guards_and_deadlines_are_their_own_outcomes(tmp_path: Path) -> None:
     audit = tmp_path / "audit.log"
-    argv = [*SERVERS["db"](tmp_path), "--read-only", "--call-timeout-s", "1", "--audit-log", str(audit)]
+    # 3 s: the guard's first parse imports the SQL parser, over a second on a loaded machine.
+    argv = [*SERVERS["db"](tmp_path), "--read-only", "--call-timeout-s", "3", "--audit-log", str(audit)]
     with StdioWire(argv) as wire:
         wire.initialize()
         wire.request("tools/call", {"name": "run_query", "arguments": {"sql": "DELETE FROM customers"}})
