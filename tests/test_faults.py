@@ -162,7 +162,7 @@ def _count(wire: StdioWire) -> dict[str, Any]:
 def test_killed_connections_cost_at_most_one_failed_call(scratch_pg: tuple[Engine, str]) -> None:
     admin, name = scratch_pg
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    with StdioWire(python_module("mcp_server_db", url, "--schema-poll-s", "0")) as wire:
+    with StdioWire(python_module("mcp_server_db", url, "--allow-privileged-role", "--schema-poll-s", "0")) as wire:
         wire.initialize()
         assert _count(wire)["structuredContent"]["rows"] == [[2]]
         for _ in range(3):  # each round kills every connection the server holds
@@ -243,7 +243,7 @@ def test_the_database_going_away_and_coming_back_needs_no_restart(scratch_pg: tu
     relay.start()
     url = f"postgresql+psycopg://postgres@127.0.0.1:{relay.port}/{name}"
     try:
-        with StdioWire(python_module("mcp_server_db", url, "--schema-poll-s", "0")) as wire:
+        with StdioWire(python_module("mcp_server_db", url, "--allow-privileged-role", "--schema-poll-s", "0")) as wire:
             wire.initialize()
             assert _count(wire)["structuredContent"]["rows"] == [[2]]
             relay.stop()  # the database is gone: connections cut, new ones refused
@@ -270,7 +270,7 @@ def test_the_database_going_away_and_coming_back_needs_no_restart(scratch_pg: tu
 def test_an_http_worker_survives_the_database_going_away(scratch_pg: tuple[Engine, str]) -> None:
     admin, name = scratch_pg
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    argv = python_module("mcp_server_db", url, "--schema-poll-s", "0", "--stateless")
+    argv = python_module("mcp_server_db", url, "--allow-privileged-role", "--schema-poll-s", "0", "--stateless")
     with spawn_http_server(argv) as (endpoint, process), HttpWire(endpoint) as wire:
         assert wire.modern_request("tools/call", COUNT)["result"]["structuredContent"]["rows"] == [[2]]
         _terminate_backends(admin, name)

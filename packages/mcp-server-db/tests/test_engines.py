@@ -127,7 +127,7 @@ def _text(result: Any) -> str:
 
 
 async def _call(url: str, tool: str, arguments: dict[str, Any], **settings: Any) -> Any:
-    async with Client(build_server(DbSettings(url=url, **settings))) as client:
+    async with Client(build_server(DbSettings(allow_privileged_role=True, url=url, **settings))) as client:
         return await client.call_tool_mcp(tool, arguments)
 
 
@@ -179,7 +179,7 @@ async def test_mariadb_reads_that_look_unusual_work(my_url: str, sql: str) -> No
 def test_the_engine_refuses_writes_without_the_parser(which: str, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue("pg_url" if which == "pg" else "my_url")
     before = _state(url)
-    db = Database(url)
+    db = Database(url, allow_privileged_role=True)
     for sql in ["DELETE FROM items", "INSERT INTO items VALUES (8, 'y', 1)", "CREATE TABLE evil (x INTEGER)"]:
         with pytest.raises(Exception), db.connect() as connection:  # noqa: B017, PT011 - any refusal will do
             db.execute(connection, sql)
@@ -240,7 +240,7 @@ async def test_describing_more_tables_adds_no_catalog_queries(which: str, reques
     event.listen(Engine, "before_cursor_execute", heard)
     try:
         counts = []
-        async with Client(build_server(DbSettings(url=url, schema_poll_s=0))) as client:
+        async with Client(build_server(DbSettings(allow_privileged_role=True, url=url, schema_poll_s=0))) as client:
             await client.call_tool_mcp("describe_tables", {"tables": ["items"]})  # once-per-connection lookups
             for tables in (["wide0"], [f"wide{n}" for n in range(6)]):
                 statements.clear()
@@ -277,7 +277,9 @@ async def test_write_mode_commits_one_statement_and_a_failed_one_changes_nothing
     which: str, request: pytest.FixtureRequest
 ) -> None:
     url = request.getfixturevalue(which)
-    async with Client(build_server(DbSettings(url=url, allow_write=True, schema_poll_s=0))) as client:
+    async with Client(
+        build_server(DbSettings(allow_privileged_role=True, url=url, allow_write=True, schema_poll_s=0))
+    ) as client:
         done = await client.call_tool_mcp("execute_statement", {"sql": "UPDATE items SET price = price + 1"})
         after_update = _state(url)
         failed = await client.call_tool_mcp(
@@ -300,7 +302,7 @@ def test_the_schema_fingerprint_changes_with_a_column_and_not_with_data(
     from mcp_server_db.database import Database
 
     url = request.getfixturevalue(which)
-    db = Database(url)
+    db = Database(url, allow_privileged_role=True)
     owner = create_engine(url)
 
     def snapshot() -> dict[str, str]:
@@ -333,7 +335,9 @@ async def test_postgres_objects_beyond_the_default_schema_are_found_and_describe
         )
         connection.execute(text("INSERT INTO sales.orders VALUES (1, 1, 'web'), (2, 2, 'web'), (3, 1, 'shop')"))
     owner.dispose()
-    async with Client(build_server(DbSettings(url=pg_url, toolsets="all", schema_poll_s=0))) as client:
+    async with Client(
+        build_server(DbSettings(allow_privileged_role=True, url=pg_url, toolsets="all", schema_poll_s=0))
+    ) as client:
         found = await client.call_tool("find_objects", {"kinds": ["schema", "table"]})
         described = await client.call_tool("describe_tables", {"tables": ["sales.orders", "items"]})
         values = await client.call_tool("distinct_values", {"table": "sales.orders", "column": "kind"})

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -18,7 +20,26 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
-__all__ = ["Database", "SchemaCache", "sample_path"]
+__all__ = ["LEAST_PRIVILEGE_SQL", "Database", "PrivilegedRole", "SchemaCache", "sample_path"]
+
+logger = logging.getLogger(__name__)
+
+LEAST_PRIVILEGE_SQL = {
+    "postgresql": (
+        "CREATE ROLE mcp_reader LOGIN PASSWORD '...'; GRANT CONNECT ON DATABASE <db> TO mcp_reader; "
+        "GRANT USAGE ON SCHEMA public TO mcp_reader; GRANT SELECT ON ALL TABLES IN SCHEMA public TO mcp_reader; "
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO mcp_reader;"
+    ),
+    "mysql": (
+        "CREATE USER 'mcp_reader'@'%' IDENTIFIED BY '...'; GRANT SELECT, SHOW VIEW ON <db>.* TO 'mcp_reader'@'%';"
+    ),
+}
+"""What docs/db-least-privilege.md explains; the refusal quotes it so the fix is one copy away."""
+
+
+class PrivilegedRole(Refused):
+    """The connection's role can do what no read-only statement should reach: files, signals, other sessions."""
+
 
 _SQLITE_DENY = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
 _SQLITE_WRITE_PRAGMAS = {"query_only", "writable_schema", "journal_mode", "schema_version", "user_version"}
@@ -30,6 +51,47 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except OSError:  # between the unlink and the rename of a replacement: nothing to compare yet
         return None
     return stat.st_dev, stat.st_ino
+
+
+_COM_RESET_CONNECTION = 0x1F
+_PG_POWERS = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend")
+_MY_POWERS = ("SUPER", "FILE", "PROCESS", "ALL PRIVILEGES", "SHUTDOWN", "CONNECTION ADMIN", "BINLOG ADMIN")
+
+
+def _role_powers(dialect: str, dbapi_connection: Any) -> list[str]:
+    """What the connected role can do beyond reading its tables, worded for a refusal; empty when nothing."""
+    cursor = dbapi_connection.cursor()
+    try:
+        if dialect == "postgresql":
+            cursor.execute(
+                "SELECT rolsuper, rolreplication, rolcreaterole, ARRAY(SELECT b.rolname FROM pg_roles b "
+                "WHERE b.rolname = ANY(%s) AND pg_has_role(current_user, b.oid, 'USAGE') ORDER BY 1) "
+                "FROM pg_roles WHERE rolname = current_user",
+                (list(_PG_POWERS),),
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return []
+            superuser, replication, createrole, members = row
+            powers = ["superuser"] if superuser else []
+            powers += ["REPLICATION"] if replication else []
+            powers += ["CREATEROLE"] if createrole else []
+            return powers + [f"member of {name}" for name in members]
+        grants = []
+        cursor.execute("SHOW GRANTS")
+        grants += [str(row[0]) for row in cursor.fetchall()]
+        for role in re.findall(r"^GRANT `([^`]+)` TO ", "\n".join(grants), flags=re.MULTILINE):
+            cursor.execute(f"SHOW GRANTS FOR `{role.replace('`', '``')}`")
+            grants += [str(row[0]) for row in cursor.fetchall()]
+        found: list[str] = []
+        for grant in grants:
+            match = re.match(r"GRANT (.+?) ON \*\.\* TO", grant)
+            if match:
+                granted = {p.strip().upper() for p in match.group(1).split(",")}
+                found += [p for p in _MY_POWERS if p in granted and p not in found]
+        return found
+    finally:
+        cursor.close()
 
 
 def sample_path() -> Path:
@@ -109,8 +171,20 @@ class SchemaCache:
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
-    def __init__(self, url: str | None, *, timeout_s: float = 10.0, allow_write: bool = False) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        timeout_s: float = 10.0,
+        allow_write: bool = False,
+        allow_privileged_role: bool = False,
+        allowed_functions: Iterable[str] = (),
+    ) -> None:
         self.timeout_s = timeout_s
+        self.allow_privileged_role = allow_privileged_role
+        self.allowed_functions = frozenset(name.lower() for name in allowed_functions)
+        """Functions the operator allowed beyond the guard's lists (`--allow-function`)."""
+        self._role_warned = False
         self.schema_cache = SchemaCache()
         if url is None:
             if allow_write:
@@ -152,10 +226,13 @@ class Database:
                 "connect_args": {"connect_timeout": max(1, round(timeout_s))},
             }
             self.engine = create_engine(parsed, **options)
+            event.listen(self.engine, "connect", self._check_role)
             event.listen(self.engine, "checkout", self._read_only_session)
+            event.listen(self.engine, "reset", self._reset_session)
             if allow_write:
                 self.writer = create_engine(parsed, **options)
                 event.listen(self.writer, "checkout", self._timed_session)
+                event.listen(self.writer, "reset", self._reset_session)
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
 
@@ -202,6 +279,46 @@ class Database:
             cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
         cursor.close()
         dbapi_connection.commit()
+
+    def _reset_session(self, dbapi_connection: Any, _record: Any, _state: Any) -> None:
+        """Nothing one call did to its session reaches the next: run when a connection returns to the pool.
+
+        PostgreSQL: DISCARD ALL (settings, temporary tables, prepared statements, LISTEN, advisory locks, cursors;
+        psycopg drops its own prepared-statement cache on seeing it). MariaDB: COM_RESET_CONNECTION (locks,
+        variables, temporary tables, prepared statements); a connection that cannot be reset is closed instead.
+        The session settings are set again at the next checkout.
+        """
+        dbapi_connection.rollback()
+        if self.dialect == "postgresql":
+            previous = dbapi_connection.autocommit
+            dbapi_connection.autocommit = True  # DISCARD ALL cannot run inside a transaction block
+            try:
+                dbapi_connection.execute("DISCARD ALL")
+            finally:
+                dbapi_connection.autocommit = previous
+        else:
+            dbapi_connection._execute_command(_COM_RESET_CONNECTION, b"")
+            dbapi_connection._read_ok_packet()
+
+    def _check_role(self, dbapi_connection: Any, _record: Any) -> None:
+        """Refuse a role that reaches outside the database, for every new connection (the database may have been
+        down at start, or the role granted more since)."""
+        powers = _role_powers(self.dialect, dbapi_connection)
+        dbapi_connection.rollback()
+        if not powers:
+            return
+        what = ", ".join(powers)
+        if self.allow_privileged_role:
+            if not self._role_warned:
+                logger.warning("connected as a privileged role (%s), as --allow-privileged-role allows", what)
+                self._role_warned = True
+            return
+        raise PrivilegedRole(
+            f"Refused: the database role can reach outside the database ({what}), which a read-only inspector must "
+            "not. Connect as a least-privilege role: "
+            + LEAST_PRIVILEGE_SQL["postgresql" if self.dialect == "postgresql" else "mysql"],
+            hint="See docs/db-least-privilege.md; or start with --allow-privileged-role (the operator's choice).",
+        )
 
     @contextmanager
     def connect(self, *, write: bool = False) -> Iterator[Connection]:

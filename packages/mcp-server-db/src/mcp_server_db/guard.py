@@ -1,34 +1,40 @@
-"""The parser layer of read-only: exactly one statement, of a read kind, calling nothing with side effects."""
+"""The parser layer of read-only: exactly one statement, of a read kind, calling only functions known to be pure.
+
+Three steps, each an allowlist:
+1. **What the text may contain.** The verdict is about sqlglot's reading of the text, so the text must be read
+   the same way by sqlglot and by the engine. Where they can disagree (comments, which nest in PostgreSQL but not
+   in MySQL and hide MySQL's executable `/*! */` and `/*M! */`; backslash escapes, which end a string early for
+   one and not the other; PostgreSQL's `U&"..."`, `E'...'` and `$$` quoting), the text is refused: a value that
+   needs a backslash goes in `params`, which the driver binds and no parser reads.
+2. **What the statement may be.** One SELECT (or WITH ... SELECT, or EXPLAIN SELECT), nothing in it that
+   writes, locks, assigns a variable or changes the session.
+3. **What it may call.** Every function call, wherever it stands (select list, FROM, LATERAL, WHERE, ORDER BY,
+   a CTE, a subquery, a window), must be on the dialect's allowlist (functions.py), judged on the name the engine
+   will resolve: unquoted names fold to lowercase, quoted ones keep their case (PostgreSQL's `"UPPER"` is not
+   `upper`), a schema may qualify a call only as `pg_catalog.`, and a cast may only name a built-in type (a
+   user-defined type's input function is code too). The engine layer (database.py) runs what passes in a
+   read-only transaction as a role checked at connect; neither layer alone is the promise.
+"""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterable
 
 import sqlglot
 from mcp_server_core import Refused
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import Token, TokenType
 
-__all__ = ["FORBIDDEN_FUNCTIONS", "check_one_statement", "check_read_only"]
+from mcp_server_db.functions import ALLOWED_NAMES, NEVER, SAFE_TYPED
+
+__all__ = ["DIALECTS", "check_one_statement", "check_read_only"]
 
 HINT = "Send one SELECT (or WITH ... SELECT, or EXPLAIN SELECT); the server is read-only."
 
-FORBIDDEN_FUNCTIONS = frozenset(
-    {
-        # time, locks and sessions
-        "pg_sleep", "pg_sleep_for", "pg_sleep_until", "sleep", "benchmark", "get_lock", "release_lock",
-        "release_all_locks", "is_free_lock", "is_used_lock", "pg_terminate_backend", "pg_cancel_backend",
-        "pg_reload_conf", "pg_rotate_logfile", "set_config", "pg_notify", "pg_switch_wal", "pg_promote",
-        # files and the outside world
-        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_file_write", "lo_import",
-        "lo_export", "lo_unlink", "lo_create", "lo_from_bytea", "lo_put", "dblink", "dblink_exec",
-        "dblink_connect", "dblink_send_query", "load_file", "load_extension", "readfile", "writefile",
-        # sequences and other writes dressed as functions
-        "nextval", "setval", "txid_current", "pg_current_xact_id",
-    }
-)  # fmt: skip
-_FORBIDDEN_PREFIXES = ("pg_advisory", "pg_try_advisory", "lo_", "dblink")
 _WRITE_NODES = (
     exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter, exp.Command,
     exp.Into, exp.Lock, exp.TruncateTable, exp.Set, exp.Copy, exp.LoadData, exp.Transaction,
@@ -38,49 +44,43 @@ _EXPLAIN = re.compile(r"^\s*explain(\s+query\s+plan)?\s+", re.IGNORECASE)
 _EXPLAIN_ANALYZE = re.compile(r"^\s*explain\s*(\(|analy[sz]e\b|extended\b|format\b)", re.IGNORECASE)
 
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
-
-
-def _refuse(why: str) -> Refused:
-    return Refused(f"Refused: {why}; only single read statements run here.", hint=HINT)
-
-
-def _function_name(node: exp.Func) -> str:
-    if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
-    return node.sql_name().lower()
-
-
 _CACHED_SQL_CHARS = 8_000
 
 
-def check_read_only(sql: str, dialect: str) -> tuple[str, bool]:
-    """The statement to run and whether it was an EXPLAIN; a `Refused` for anything that is not one read.
+def _refuse(why: str, hint: str = HINT) -> Refused:
+    return Refused(f"Refused: {why}; only single read statements of known functions run here.", hint=hint)
 
-    The verdict depends on the text and the dialect alone, so an accepted statement is remembered (a host
-    pages one query, or re-runs it): parsing is a third of a short query's time. Refusals are not kept.
+
+def check_read_only(sql: str, dialect: str, allowed: Iterable[str] = ()) -> tuple[str, bool]:
+    """The statement to run and whether it was an EXPLAIN; a `Refused` for anything that is not one safe read.
+
+    `allowed` are functions the operator allowed by name (`--allow-function`). The verdict depends on the text,
+    the dialect and that set alone, so an accepted statement is remembered (a host pages one query, or re-runs
+    it): parsing is a third of a short query's time. Refusals are not kept.
     """
+    extra = frozenset(name.lower() for name in allowed)
     if len(sql) > _CACHED_SQL_CHARS:
-        return _check_read_only(sql, dialect)
-    return _accepted(sql, dialect)
+        return _check_read_only(sql, dialect, extra)
+    return _accepted(sql, dialect, extra)
 
 
 @functools.lru_cache(maxsize=256)
-def _accepted(sql: str, dialect: str) -> tuple[str, bool]:
-    return _check_read_only(sql, dialect)
+def _accepted(sql: str, dialect: str, extra: frozenset[str]) -> tuple[str, bool]:
+    return _check_read_only(sql, dialect, extra)
 
 
-def _check_read_only(sql: str, dialect: str) -> tuple[str, bool]:
-    if "/*!" in sql:
-        raise _refuse("MySQL conditional comments (/*! ... */) are not allowed")
+def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> tuple[str, bool]:
+    _check_text(sql, dialect)
     if _EXPLAIN_ANALYZE.match(sql):
         raise _refuse("EXPLAIN with options or ANALYZE executes or reconfigures the statement; use explain_query")
-    body = sql
-    explain = False
+    body, explain = sql, False
     if match := _EXPLAIN.match(sql):
         body, explain = sql[match.end() :], True
+    read = DIALECTS.get(dialect, dialect)
     try:
-        statements = [s for s in sqlglot.parse(body, read=DIALECTS.get(dialect, dialect)) if s is not None]
-    except ParseError as exc:
+        tokens = sqlglot.tokenize(body, read=read)
+        statements = [s for s in sqlglot.parse(body, read=read) if s is not None]
+    except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0][:200]
         raise Refused(f"Refused: the SQL could not be checked as one read statement ({first}).", hint=HINT) from None
     if len(statements) != 1:
@@ -88,25 +88,140 @@ def _check_read_only(sql: str, dialect: str) -> tuple[str, bool]:
     tree = statements[0]
     if not isinstance(tree, exp.Query):
         raise _refuse(f"a {tree.key.upper()} statement is not a read")
+    _check_quoted_calls(tokens, dialect, extra)
     for node in tree.walk():
         if isinstance(node, _WRITE_NODES):
             raise _refuse(f"{node.key.upper()} inside the query writes or changes the session")
         if isinstance(node, exp.Select) and (node.args.get("into") or node.args.get("locks")):
             raise _refuse("SELECT ... INTO and locking clauses (FOR UPDATE/SHARE) are not reads")
+        if isinstance(node, exp.PropertyEQ) or (isinstance(node, exp.Parameter) and dialect != "postgresql"):
+            raise _refuse("assigning or reading session variables carries state from one call to the next")
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.USERDEFINED:
+            raise _refuse(
+                f"a cast to the user-defined type {node.sql(dialect=read)} runs that type's input function",
+                hint="Cast to a built-in type.",
+            )
         if isinstance(node, exp.Func):
-            name = _function_name(node)
-            if name in FORBIDDEN_FUNCTIONS or name.startswith(_FORBIDDEN_PREFIXES):
-                raise _refuse(f"function {name}() has side effects or reaches outside the database")
+            _check_call(node, dialect, extra)
     return body.strip().rstrip(";"), explain
+
+
+def _check_text(sql: str, dialect: str) -> None:
+    """Refuse what sqlglot and the engine could read differently (see the module docstring)."""
+    if "\x00" in sql:
+        raise _refuse("the SQL holds a NUL character")
+    if "\\" in sql:
+        raise _refuse(
+            "backslashes are read differently by the engine and by this server's parser",
+            hint="Pass a value that holds a backslash in params (:name placeholders).",
+        )
+    code = _outside_quotes(sql, backticks=dialect != "postgresql")
+    if "--" in code or "/*" in code or (dialect in ("mysql", "mariadb") and "#" in code):
+        raise _refuse(
+            "comments are read differently by the engine and by this server's parser (and hide MySQL's "
+            "executable /*! */ comments)",
+            hint="Send the statement without comments.",
+        )
+    if dialect == "postgresql":
+        if "$" in code:
+            raise _refuse("dollar quoting and $n parameters are not read here", hint="Use '...' and :name params.")
+        if re.search(r"(?<![\w$])(?:[uU]&['\"]|[eE]')", code):
+            raise _refuse("U&'...', U&\"...\" and E'...' escapes are not read here", hint="Use plain quotes.")
+
+
+def _outside_quotes(sql: str, *, backticks: bool) -> str:
+    """The text with every quoted part ('...', "...", and `...` where the dialect has them) blanked out."""
+    out: list[str] = []
+    quote: str | None = None
+    index = 0
+    while index < len(sql):
+        char = sql[index]
+        if quote is None:
+            if char in "'\"" or (backticks and char == "`"):
+                quote = char
+                out.append(char)  # the opening quote stays, so a prefix like U& or E is seen right before it
+            else:
+                out.append(char)
+        elif char == quote:
+            if index + 1 < len(sql) and sql[index + 1] == quote:  # '' inside '...' is one quote
+                index += 1
+            else:
+                quote = None
+            out.append(" ")
+        else:
+            out.append(" ")
+        index += 1
+    if quote is not None:
+        raise _refuse("a quote is not closed")
+    return "".join(out)
+
+
+def _check_quoted_calls(tokens: list[Token], dialect: str, extra: frozenset[str]) -> None:
+    """A quoted name called as a function: sqlglot's tree forgets the quotes, the engine does not."""
+    for token, following in itertools.pairwise(tokens):
+        if token.token_type != TokenType.IDENTIFIER or following.token_type != TokenType.L_PAREN:
+            continue
+        name = token.text
+        if dialect == "postgresql" and (name in ALLOWED_NAMES["postgresql"] or name in extra) and name not in NEVER:
+            continue  # "upper" is upper; "UPPER" would be some other function
+        raise _refuse(
+            f"the quoted function name {name!r} may name a function other than the built-in one",
+            hint="Call built-in functions by their plain lowercase names.",
+        )
+
+
+def _check_call(node: exp.Func, dialect: str, extra: frozenset[str]) -> None:
+    parent = node.parent
+    if isinstance(parent, exp.Dot) and parent.expression is node:
+        qualifier = parent.this
+        if not (
+            dialect == "postgresql" and isinstance(qualifier, exp.Identifier) and _folded(qualifier) == "pg_catalog"
+        ):
+            raise _refuse(
+                f"a call qualified by a schema or database ({parent.sql()[:80]}) can reach a user-defined function",
+                hint="Call built-in functions unqualified (or as pg_catalog.name on PostgreSQL).",
+            )
+    if isinstance(node, exp.Anonymous):
+        name = _folded(node.this) if isinstance(node.this, exp.Identifier) else str(node.this).lower()
+        if name in NEVER:
+            raise _refuse(
+                f"function {name}() runs SQL given as text or reaches outside the database; it is never allowed",
+                hint="Query the tables directly.",
+            )
+        if name in ALLOWED_NAMES.get(dialect, frozenset()) or name in extra:
+            return
+        raise _not_allowed(name)
+    if type(node).__name__ in SAFE_TYPED:
+        return
+    name = node.sql_name().lower()
+    if name in extra or type(node).__name__.lower() in extra:
+        return
+    raise _not_allowed(name)
+
+
+def _not_allowed(name: str) -> Refused:
+    return _refuse(
+        f"function {name}() is not on this server's list of functions known to have no side effects",
+        hint=(
+            f"Rewrite without {name}(); if it is safe, the server's operator can allow it with "
+            f"--allow-function {name} (their choice, not the query's)."
+        ),
+    )
+
+
+def _folded(identifier: exp.Expression) -> str:
+    """A name as the engine resolves it: unquoted names fold to lowercase, quoted ones keep their case."""
+    name = identifier.name
+    return name if isinstance(identifier, exp.Identifier) and identifier.quoted else name.lower()
 
 
 def check_one_statement(sql: str, dialect: str) -> str:
     """Write mode: any one statement, but not transaction control (the server commits or rolls back the call)."""
-    if "/*!" in sql:
-        raise Refused("Refused: MySQL conditional comments (/*! ... */) are not allowed.", hint="Send plain SQL.")
+    if "/*!" in sql or "/*M!" in sql.upper():
+        raise Refused("Refused: MySQL executable comments (/*! ... */) are not allowed.", hint="Send plain SQL.")
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECTS.get(dialect, dialect)) if s is not None]
-    except ParseError as exc:
+    except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0][:200]
         raise Refused(f"Refused: the SQL could not be checked as one statement ({first}).") from None
     if len(statements) != 1:

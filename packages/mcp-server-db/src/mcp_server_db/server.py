@@ -8,7 +8,7 @@ import logging
 from mcp_server_core import ReferenceServer, ServerSpec, ToolFailure
 
 from mcp_server_db import __version__
-from mcp_server_db.database import Database
+from mcp_server_db.database import Database, PrivilegedRole
 from mcp_server_db.prompts import add_prompts
 from mcp_server_db.resources import SchemaResources
 from mcp_server_db.settings import DbSettings
@@ -22,7 +22,18 @@ logger = logging.getLogger(__name__)
 
 
 def build_server(settings: DbSettings) -> ReferenceServer:
-    db = Database(settings.url, timeout_s=settings.statement_timeout_s, allow_write=settings.allow_write)
+    if settings.allow_privileged_role:
+        logger.warning(
+            "--allow-privileged-role: a superuser or a role with file, signal or replication powers is accepted; "
+            "read-only then rests on the query guard alone (docs/db-least-privilege.md)"
+        )
+    db = Database(
+        settings.url,
+        timeout_s=settings.statement_timeout_s,
+        allow_write=settings.allow_write,
+        allow_privileged_role=settings.allow_privileged_role,
+        allowed_functions=settings.allow_functions,
+    )
     writes = settings.allow_write and not settings.read_only
     toolsets = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
     if writes:
@@ -41,6 +52,9 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     schema = SchemaResources(server, db)
     try:
         schema.refresh(announce=False)
+    except PrivilegedRole as exc:  # a configuration to fix, not an outage to wait out
+        db.close()
+        raise ValueError(str(exc)) from None
     except ToolFailure as exc:  # the database is down at start: serve anyway, the poller catches up
         logger.warning("schema not read at start: %s", exc)
     if settings.schema_poll_s:
@@ -63,6 +77,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-write", action="store_const", const=True, help="add execute_statement, which writes and commits"
     )
     parser.add_argument("--schema-poll-s", type=float, help="seconds between schema checks (0: off; default 10)")
+    parser.add_argument(
+        "--allow-privileged-role",
+        action="store_const",
+        const=True,
+        help="accept a superuser or a role with file/signal powers (logs a warning; see docs/db-least-privilege.md)",
+    )
+    parser.add_argument(
+        "--allow-function",
+        dest="allow_functions",
+        action="append",
+        metavar="NAME",
+        help="let read-only queries call this function too (repeatable; the operator vouches it has no effects)",
+    )
 
 
 SPEC = ServerSpec(

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp_server_core.settings import ServerSettings
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 
 class DbSettings(ServerSettings):
@@ -16,6 +18,20 @@ class DbSettings(ServerSettings):
     statement_timeout_s: float = Field(10.0, gt=0, le=600, description="server-side timeout of each statement")
     allow_write: bool = Field(False, description="add execute_statement, which commits (needs a URL)")
     schema_poll_s: float = Field(10.0, ge=0, description="how often to check for schema changes; 0 turns it off")
+    allow_privileged_role: bool = Field(
+        False,
+        description="connect even as a role that reaches outside the database (superuser, file or signal powers)",
+    )
+    allow_functions: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("allow_functions", "MCP_DB_ALLOW_FUNCTIONS"),
+        description="functions read-only queries may call beyond the guard's lists, comma-separated",
+    )
+
+    @field_validator("allow_functions", mode="before")
+    @classmethod
+    def _split_functions(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
     @field_validator("url", mode="before")
     @classmethod

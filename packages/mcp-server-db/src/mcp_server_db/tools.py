@@ -211,7 +211,7 @@ def query_toolset(db: Database) -> Toolset:
         cursor: Cursor = None,
     ) -> QueryResult:
         """Use to run one SELECT; params fill its :name placeholders."""
-        statement, explain = check_read_only(sql, db.dialect)
+        statement, explain = check_read_only(sql, db.dialect, db.allowed_functions)
         if explain:
             statement = _explain_sql(db, statement)
         scope = json.dumps([sql, params], sort_keys=True, default=str)
@@ -255,7 +255,7 @@ def analysis_toolset(db: Database) -> Toolset:
         params: dict[str, Any] | None = None,
     ) -> QueryPlan:
         """Use to see the plan of a SELECT without running it."""
-        statement, _ = check_read_only(sql, db.dialect)
+        statement, _ = check_read_only(sql, db.dialect, db.allowed_functions)
         with db.connect() as connection:
             result = db.execute(connection, _explain_sql(db, statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
