@@ -1,0 +1,421 @@
+"""The read-only promise under attack, on real engines: every case refused, and nothing changed, seen from outside.
+
+PostgreSQL runs twice, as a superuser (with --allow-privileged-role, so only the guard stands) and as a
+least-privilege role (the configuration docs/db-least-privilege.md asks for); the test database has the dblink
+and pgcrypto extensions, so the dangerous functions really exist. MariaDB runs as its root; SQLite on a file.
+After each case a second connection checks what an attack would have changed: the rows, advisory and named locks,
+replication slots, statistics reset times, another session still alive, files on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp_server_db.database import Database
+from mcp_server_db.server import build_server
+from mcp_server_db.settings import DbSettings
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine
+
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+MY_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/test"
+TAG = secrets.token_hex(4)
+OUT = Path(tempfile.gettempdir()) / f"mcpdb-bypass-{TAG}"
+"""Where file-writing attacks aim; it must never exist."""
+
+PG_CASES = [
+    # quoted, escaped, differently cased and schema-qualified names
+    'SELECT "pg_advisory_lock"(4242)',
+    'SELECT "PG_ADVISORY_LOCK"(4242)',
+    "SELECT pg_catalog.pg_advisory_lock(4242)",
+    'SELECT "pg_catalog"."pg_advisory_lock"(4242)',
+    'SELECT U&"\\0070g_advisory_lock"(4242)',
+    "SELECT * FROM pg_advisory_lock(4242)",
+    "SELECT (SELECT pg_try_advisory_lock(4242))",
+    "WITH x AS (SELECT pg_advisory_lock(4242) AS l) SELECT * FROM x",
+    "SELECT id FROM items ORDER BY pg_advisory_lock(id)",
+    "SELECT i.id FROM items i, LATERAL (SELECT pg_advisory_lock(i.id)) l",
+    "SELECT id FROM items WHERE pg_try_advisory_lock(id)",
+    "SELECT pg_advisory_xact_lock(4242)",
+    "SELECT \"UPPER\"('x')",
+    "SELECT \"Lower\"('x')",
+    "SELECT \"COUNT\"('x')",
+    "SELECT public.\"UPPER\"('x')",
+    # SQL inside a string
+    "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
+    "SELECT cursor_to_xml('c', 1, true, true, '')",
+    "SELECT table_to_xml('items', true, true, '')",
+    "SELECT dblink_exec('dbname={db} user=postgres', 'DELETE FROM items')",
+    'SELECT "dblink_exec"(\'dbname={db} user=postgres\', \'DELETE FROM items\')',
+    "SELECT * FROM dblink('dbname={db} user=postgres', 'DELETE FROM items RETURNING id') AS t(id int)",
+    "SELECT public.dblink_exec('dbname={db} user=postgres', 'DELETE FROM items')",
+    # signals and other sessions
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim-{tag}'",
+    'SELECT "pg_terminate_backend"(pid) FROM pg_stat_activity WHERE application_name = \'victim-{tag}\'',
+    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim-{tag}'",
+    # files and large objects
+    "SELECT pg_read_file('/etc/passwd')",
+    'SELECT "pg_read_file"(\'/etc/passwd\')',
+    "SELECT pg_read_binary_file('/etc/passwd')",
+    "SELECT * FROM pg_ls_dir('/')",
+    "SELECT pg_stat_file('/etc/passwd')",
+    "SELECT lo_import('/etc/passwd')",
+    "SELECT lo_export(lo_from_bytea(0, 'x'), '{out}')",
+    "SELECT lo_create(0)",
+    # replication, statistics, configuration, sequences
+    "SELECT pg_create_physical_replication_slot('slot_{tag}')",
+    "SELECT pg_create_logical_replication_slot('slot_{tag}', 'pgoutput')",
+    "SELECT pg_stat_reset()",
+    "SELECT pg_stat_reset_shared('bgwriter')",
+    "SELECT set_config('default_transaction_read_only', 'off', false)",
+    "SELECT pg_reload_conf()",
+    "SELECT nextval('items_seq_{tag}')",
+    # extension functions and user-defined code
+    "SELECT gen_random_bytes(16)",
+    "SELECT 'x'::evil_{tag}",
+    # what the engine and the parser could read differently
+    "SELECT 1 /* */ , pg_advisory_lock(4242)",
+    "SELECT 'a\\', pg_advisory_lock(4242), 'b'",
+    "SELECT $$x$$, pg_advisory_lock(4242)",
+    "SELECT E'\\'', pg_advisory_lock(4242), ''",
+    "SELECT 1 -- ; SELECT pg_advisory_lock(4242)\n",
+    "SELECT 1; SELECT pg_advisory_lock(4242)",
+    # state for the next call
+    "LISTEN evil",
+    "PREPARE p AS SELECT pg_advisory_lock(4242)",
+    "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
+    "SELECT * INTO TEMP stash FROM items",
+]
+
+MY_CASES = [
+    "SELECT `sleep`(1)",
+    "SELECT SLEEP(1)",
+    "SELECT BENCHMARK(100000000, MD5('x'))",
+    "SELECT GET_LOCK('bypass_{tag}', 0)",
+    "SELECT `GET_LOCK`('bypass_{tag}', 0)",
+    "SELECT IS_FREE_LOCK('bypass_{tag}'), GET_LOCK('bypass_{tag}', 0)",
+    "SELECT LOAD_FILE('/etc/passwd')",
+    "SELECT `load_file`('/etc/passwd')",
+    "SELECT * FROM items INTO OUTFILE '{out}'",
+    "SELECT name FROM items INTO DUMPFILE '{out}'",
+    "SELECT 1 /*!50000 , SLEEP(1) */",
+    "SELECT 1 /*M! , GET_LOCK('bypass_{tag}', 0) */",
+    "SELECT 1 # , GET_LOCK('bypass_{tag}', 0)",
+    "SELECT 'a\\'', GET_LOCK('bypass_{tag}', 0), ''",
+    "SELECT @v := 1",
+    "SELECT 1 INTO @v",
+    "SELECT test.f(1)",
+    "SELECT mysql.sys_exec('id')",
+    "SELECT 1; SELECT GET_LOCK('bypass_{tag}', 0)",
+]
+
+SQLITE_CASES = [
+    "SELECT load_extension('/tmp/evil')",
+    "SELECT readfile('/etc/passwd')",
+    "SELECT writefile('{out}', 'x')",
+    "ATTACH DATABASE '{out}' AS evil",
+    "VACUUM INTO '{out}'",
+    "PRAGMA writable_schema = ON",
+    "SELECT 1 /* */ , load_extension('/tmp/evil')",
+]
+
+
+def _service(url: str) -> Engine:
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+    return engine
+
+
+def _case_twin(name: str) -> str:
+    body = f"SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'victim-{TAG}'"
+    quoted_body = body.replace("'", "''")
+    return f"CREATE FUNCTION \"{name}\"(text) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
+
+
+class Postgres:
+    """A scratch database with the extensions, a sequence, a user-defined type, a reader role and a victim."""
+
+    def __init__(self) -> None:
+        self.name = f"mcpdb_bypass_{TAG}"
+        self.reader = f"mcpdb_reader_{TAG}"
+        self.admin = _service(PG_ADMIN)
+        with self.admin.connect() as connection:
+            connection.execute(text(f"CREATE DATABASE {self.name}"))
+            connection.execute(text(f"CREATE ROLE {self.reader} LOGIN"))
+        self.owner_url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{self.name}"
+        self.reader_url = f"postgresql+psycopg://{self.reader}@127.0.0.1:5432/{self.name}"
+        self.owner = create_engine(self.owner_url, isolation_level="AUTOCOMMIT")
+        with self.owner.connect() as connection:
+            for statement in [
+                "CREATE EXTENSION IF NOT EXISTS dblink",
+                "CREATE EXTENSION IF NOT EXISTS pgcrypto",
+                "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+                "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+                f"CREATE SEQUENCE items_seq_{TAG}",
+                f"CREATE DOMAIN evil_{TAG} AS TEXT",
+                # User-defined functions whose names differ from built-ins only by case, which quoting keeps:
+                # calling one signals the victim session, an effect no rollback undoes.
+                *(_case_twin(name) for name in ("UPPER", "Lower", "COUNT")),
+                "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
+                f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
+                f"GRANT USAGE ON SCHEMA public TO {self.reader}",
+                f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {self.reader}",
+                f"GRANT USAGE ON SEQUENCE items_seq_{TAG} TO {self.reader}",
+            ]:
+                connection.execute(text(statement))
+        # A session of the reader's own role: the least-privilege role may signal those, and must not.
+        victim = f"postgresql+psycopg://{self.reader}@127.0.0.1:5432/{self.name}?application_name=victim-{TAG}"
+        self.victim_engine = create_engine(victim)
+        self.victim = self.victim_engine.connect()
+
+    def state(self) -> dict[str, Any]:
+        with self.owner.connect() as c:
+            return {
+                "rows": c.execute(text("SELECT id, name FROM items ORDER BY id")).all(),
+                "advisory": c.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).scalar(),
+                "slots": c.execute(text("SELECT count(*) FROM pg_replication_slots")).scalar(),
+                "stats_reset": c.execute(
+                    text("SELECT stats_reset FROM pg_stat_database WHERE datname = current_database()")
+                ).scalar(),
+                "bgwriter_reset": c.execute(text("SELECT stats_reset FROM pg_stat_bgwriter")).scalar(),
+                "large_objects": c.execute(text("SELECT count(*) FROM pg_largeobject_metadata")).scalar(),
+                "sequence": c.execute(text(f"SELECT last_value, is_called FROM items_seq_{TAG}")).one(),
+                "victim": self.victim.execute(text("SELECT 1")).scalar(),
+                "out": OUT.exists(),
+            }
+
+    def close(self) -> None:
+        self.victim.close()
+        self.victim_engine.dispose()
+        self.owner.dispose()
+        with self.admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE {self.name} WITH (FORCE)"))
+            connection.execute(text(f"DROP ROLE {self.reader}"))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[Postgres]:
+    database = Postgres()
+    yield database
+    database.close()
+
+
+class MariaDB:
+    def __init__(self) -> None:
+        self.name = f"mcpdb_bypass_{TAG}"
+        self.admin = _service(MY_ADMIN)
+        with self.admin.connect() as connection:
+            connection.execute(text(f"CREATE DATABASE {self.name}"))
+            connection.execute(text(f"CREATE TABLE {self.name}.items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"))
+            connection.execute(text(f"INSERT INTO {self.name}.items VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
+        self.url = f"mysql+pymysql://root@127.0.0.1:3306/{self.name}"
+        self.victim_engine = create_engine(self.url)
+        self.victim = self.victim_engine.connect()
+        self.victim_id = self.victim.execute(text("SELECT CONNECTION_ID()")).scalar()
+
+    def state(self) -> dict[str, Any]:
+        with self.admin.connect() as c:
+            return {
+                "rows": c.execute(text(f"SELECT id, name FROM {self.name}.items ORDER BY id")).all(),
+                "lock": c.execute(text(f"SELECT IS_USED_LOCK('bypass_{TAG}')")).scalar(),
+                "victim": self.victim.execute(text("SELECT CONNECTION_ID()")).scalar() == self.victim_id,
+                "out": OUT.exists(),
+            }
+
+    def close(self) -> None:
+        self.victim.close()
+        self.victim_engine.dispose()
+        with self.admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE {self.name}"))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="module")
+def my() -> Iterator[MariaDB]:
+    database = MariaDB()
+    yield database
+    database.close()
+
+
+@pytest.fixture(params=["superuser", "reader"])
+async def pg_client(request: pytest.FixtureRequest, pg: Postgres) -> AsyncIterator[Client[Any]]:
+    if request.param == "superuser":
+        settings = DbSettings(url=pg.owner_url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    else:
+        settings = DbSettings(url=pg.reader_url, toolsets="all", schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        yield client
+
+
+def _sql(template: str, **names: str) -> str:
+    return template.replace("{tag}", TAG).replace("{out}", str(OUT)).replace("{db}", names.get("db", ""))
+
+
+async def _refused(client: Client[Any], sql: str) -> str:
+    for tool in ("run_query", "explain_query"):
+        result = await client.call_tool_mcp(tool, {"sql": sql})
+        text_ = "\n".join(getattr(block, "text", "") for block in result.content)
+        assert result.is_error, f"{tool} ran {sql!r}: {text_}"
+    return text_
+
+
+@pytest.mark.parametrize("case", PG_CASES)
+async def test_postgres_bypasses_are_refused_and_change_nothing(
+    case: str, pg: Postgres, pg_client: Client[Any]
+) -> None:
+    before = pg.state()
+    await _refused(pg_client, _sql(case, db=pg.name))
+    assert pg.state() == before
+
+
+@pytest.mark.parametrize("case", MY_CASES)
+async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, my: MariaDB) -> None:
+    before = my.state()
+    settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        await _refused(client, _sql(case))
+    assert my.state() == before
+
+
+@pytest.mark.parametrize("case", SQLITE_CASES)
+async def test_sqlite_bypasses_are_refused_and_change_nothing(case: str, tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "t.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
+        connection.execute("INSERT INTO items VALUES (1, 'a')")
+    connection.close()
+    before = path.read_bytes()
+    async with Client(build_server(DbSettings(url=f"sqlite:///{path}", toolsets="all", schema_poll_s=0))) as client:
+        await _refused(client, _sql(case))
+    assert path.read_bytes() == before
+    assert not OUT.exists()
+
+
+async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(pg: Postgres) -> None:
+    settings = DbSettings(url=pg.reader_url, schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        said = await client.call_tool_mcp("run_query", {"sql": "SELECT pg_advisory_lock(1)"})
+        never = await client.call_tool_mcp("run_query", {"sql": "SELECT query_to_xml('select 1', true, true, '')"})
+    text_ = said.content[0].text  # type: ignore[union-attr]
+    assert "pg_advisory_lock()" in text_
+    assert "--allow-function pg_advisory_lock" in text_
+    assert "never allowed" in never.content[0].text  # type: ignore[union-attr]
+
+
+async def test_an_allowed_function_runs_but_nothing_it_leaves_reaches_the_next_call(pg: Postgres) -> None:
+    """The operator allowed a lock function: it runs, and the lock is gone once the call returns (DISCARD ALL)."""
+    settings = DbSettings(
+        url=pg.reader_url, allow_functions=["pg_advisory_lock", "set_config", "current_setting"], schema_poll_s=0
+    )
+    async with Client(build_server(settings)) as client:
+        locked = await client.call_tool_mcp("run_query", {"sql": "SELECT pg_advisory_lock(77) AS locked"})
+        assert not locked.is_error, locked
+        assert pg.state()["advisory"] == 0, "the advisory lock outlived the call"
+        await client.call_tool_mcp("run_query", {"sql": "SELECT set_config('work_mem', '1234kB', false) AS s"})
+        for _ in range(3):  # whichever pooled connection answers, the setting is its default again
+            after = await client.call_tool_mcp("run_query", {"sql": "SELECT current_setting('work_mem') AS w"})
+            assert after.structured_content["rows"] != [["1234kB"]]  # type: ignore[index]
+
+
+def test_session_state_never_survives_a_checkout_on_postgres(pg: Postgres) -> None:
+    db = Database(pg.reader_url)
+    try:
+        with db.connect() as connection:
+            raw: Any = connection.connection.dbapi_connection
+            pid = raw.info.backend_pid
+            for sql in ["LISTEN evil", "SET work_mem = '1234kB'", "PREPARE p AS SELECT 1"]:
+                connection.exec_driver_sql(sql)
+            connection.exec_driver_sql("SELECT pg_advisory_lock(78)")
+            connection.exec_driver_sql("DECLARE held CURSOR WITH HOLD FOR SELECT 1")
+            connection.commit()  # committed state too: LISTEN, the held cursor (temp tables: read-only refuses them)
+        with db.connect() as first, db.connect() as second:  # the pool's one idle connection is among these
+            for connection in (first, second):
+                raw = connection.connection.dbapi_connection
+                checks = connection.exec_driver_sql(
+                    "SELECT (SELECT count(*) FROM pg_listening_channels()), current_setting('work_mem'), "
+                    "(SELECT count(*) FROM pg_prepared_statements), "
+                    "(SELECT count(*) FROM pg_cursors)"
+                ).one()
+                if raw.info.backend_pid == pid:
+                    break
+            else:
+                pytest.fail("the connection that held the state was not reused")
+        assert checks[0] == 0
+        assert checks[1] != "1234kB"
+        assert checks[2] == 0
+        assert checks[3] == 0
+        assert pg.state()["advisory"] == 0
+    finally:
+        db.close()
+
+
+def test_session_state_never_survives_a_checkout_on_mariadb(my: MariaDB) -> None:
+    db = Database(my.url, allow_privileged_role=True)
+    try:
+        with db.connect() as connection:
+            thread = connection.exec_driver_sql("SELECT CONNECTION_ID()").scalar()
+            for sql in ["SET @v = 42", f"SELECT GET_LOCK('bypass_{TAG}', 0)", "PREPARE p FROM 'SELECT 1'"]:
+                connection.exec_driver_sql(sql)
+        assert my.state()["lock"] is None, "the named lock outlived the call"
+        with db.connect() as first, db.connect() as second:
+            for connection in (first, second):
+                if connection.exec_driver_sql("SELECT CONNECTION_ID()").scalar() == thread:
+                    assert connection.exec_driver_sql("SELECT @v").scalar() is None
+                    break
+            else:
+                pytest.fail("the connection that held the state was not reused")
+    finally:
+        db.close()
+
+
+def test_a_privileged_role_is_refused_at_start_with_the_sql_to_fix_it(pg: Postgres) -> None:
+    with pytest.raises(ValueError, match="superuser") as refused:
+        build_server(DbSettings(url=pg.owner_url, schema_poll_s=0))
+    assert "CREATE ROLE mcp_reader" in str(refused.value)
+    assert "--allow-privileged-role" in str(refused.value)
+
+
+async def test_a_role_granted_powers_later_is_refused_at_its_next_connection(pg: Postgres) -> None:
+    member = f"mcpdb_signaller_{TAG}"
+    with pg.admin.connect() as c:
+        c.execute(text(f"CREATE ROLE {member} LOGIN"))
+        c.execute(text(f"GRANT CONNECT ON DATABASE {pg.name} TO {member}"))
+    try:
+        url = f"postgresql+psycopg://{member}@127.0.0.1:5432/{pg.name}"
+        server = build_server(DbSettings(url=url, schema_poll_s=0))
+        with pg.admin.connect() as c:
+            c.execute(text(f"GRANT pg_signal_backend TO {member}"))
+        server_db = server  # the pool holds one connection from start; new ones are checked
+        async with Client(server_db) as client:
+            results = [await client.call_tool_mcp("run_query", {"sql": "SELECT 1 AS one"}) for _ in range(1)]
+        del results
+        db = Database(url)
+        with pytest.raises(Exception, match="pg_signal_backend"), db.connect():
+            pass
+        db.close()
+    finally:
+        with pg.admin.connect() as c:
+            c.execute(text(f"DROP OWNED BY {member}"))
+        with pg.owner.connect() as c:
+            c.execute(text(f"REVOKE ALL ON DATABASE {pg.name} FROM {member}"))
+        with pg.admin.connect() as c:
+            c.execute(text(f"DROP ROLE {member}"))
+
+
+def test_mariadb_file_and_process_privileges_are_refused(my: MariaDB) -> None:
+    with pytest.raises(ValueError, match="SUPER|ALL PRIVILEGES|FILE|PROCESS"):
+        build_server(DbSettings(url=my.url, schema_poll_s=0))
+
+
+assert os.sep  # the file-writing cases aim at OUT under the temp folder, on every platform
