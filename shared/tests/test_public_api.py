@@ -30,6 +30,7 @@ PUBLIC = [
     "Unavailable",
     "__version__",
     "audit_target",
+    "cancel_on_abandon",
     "cut_to_budget",
     "decode_cursor",
     "did_you_mean",

@@ -53,16 +53,16 @@ PG_CASES = [
     "SELECT cursor_to_xml('c', 1, true, true, '')",
     "SELECT table_to_xml('items', true, true, '')",
     "SELECT dblink_exec('dbname={db} user=postgres', 'DELETE FROM items')",
-    'SELECT "dblink_exec"(\'dbname={db} user=postgres\', \'DELETE FROM items\')',
+    "SELECT \"dblink_exec\"('dbname={db} user=postgres', 'DELETE FROM items')",
     "SELECT * FROM dblink('dbname={db} user=postgres', 'DELETE FROM items RETURNING id') AS t(id int)",
     "SELECT public.dblink_exec('dbname={db} user=postgres', 'DELETE FROM items')",
     # signals and other sessions
     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim-{tag}'",
-    'SELECT "pg_terminate_backend"(pid) FROM pg_stat_activity WHERE application_name = \'victim-{tag}\'',
+    "SELECT \"pg_terminate_backend\"(pid) FROM pg_stat_activity WHERE application_name = 'victim-{tag}'",
     "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim-{tag}'",
     # files and large objects
     "SELECT pg_read_file('/etc/passwd')",
-    'SELECT "pg_read_file"(\'/etc/passwd\')',
+    "SELECT \"pg_read_file\"('/etc/passwd')",
     "SELECT pg_read_binary_file('/etc/passwd')",
     "SELECT * FROM pg_ls_dir('/')",
     "SELECT pg_stat_file('/etc/passwd')",
@@ -414,7 +414,7 @@ async def test_a_role_granted_powers_later_is_refused_at_its_next_connection(pg:
 
 
 def test_mariadb_file_and_process_privileges_are_refused(my: MariaDB) -> None:
-    with pytest.raises(ValueError, match="SUPER|ALL PRIVILEGES|FILE|PROCESS"):
+    with pytest.raises(ValueError, match=r"SUPER|ALL PRIVILEGES|FILE|PROCESS"):
         build_server(DbSettings(url=my.url, schema_poll_s=0))
 
 

@@ -14,6 +14,7 @@ from mcp_server_core._version import __version__
 
 if TYPE_CHECKING:
     from mcp_server_core.audit import audit_target
+    from mcp_server_core.cancellation import cancel_on_abandon
     from mcp_server_core.cli import ServerSpec, run
     from mcp_server_core.conventions import (
         DEFAULT_BUDGET,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "audit_target": "audit",
+    "cancel_on_abandon": "cancellation",
     "ServerSpec": "cli",
     "run": "cli",
     "DEFAULT_BUDGET": "conventions",
@@ -99,6 +101,7 @@ __all__ = [
     "Unavailable",
     "__version__",
     "audit_target",
+    "cancel_on_abandon",
     "cut_to_budget",
     "decode_cursor",
     "did_you_mean",

@@ -38,6 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.audit import AuditTrail, note_failure
+from mcp_server_core.cancellation import unwatch_call, watch_call
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.health import Readiness
@@ -245,29 +246,39 @@ class ReferenceServer(FastMCP[Any]):
         only until the deadline; then it is cancelled, which stops an async tool at once, and a thread still
         running finishes on its own with nobody waiting for its result.
         """
-        if self.call_timeout_s is None:
-            return await call
-        task = asyncio.ensure_future(call)
+        abandonment, token = watch_call()  # before the task: it and its worker thread copy this context
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self.call_timeout_s)
-        except TimeoutError:
-            task.add_done_callback(_forget)
-            task.cancel()
-            tool = await self.get_tool(name)
-            read_only = bool(tool and tool.annotations and tool.annotations.read_only_hint)
-            after = (
-                "Retry, or ask for less."
-                if read_only
-                else "It may still complete: check its effect before calling it again."
-            )
-            logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
-            raise _CallTimedOut(
-                f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
-                f"what it waits on is too slow right now. {after}"
-            ) from None
-        except asyncio.CancelledError:  # the client cancelled, or the server is stopping: stop the call too
-            task.cancel()
-            raise
+            if self.call_timeout_s is None:
+                try:
+                    return await call
+                except asyncio.CancelledError:  # the client cancelled, or the server is stopping
+                    abandonment.abandon()
+                    raise
+            task = asyncio.ensure_future(call)
+            try:
+                return await asyncio.wait_for(asyncio.shield(task), self.call_timeout_s)
+            except TimeoutError:
+                abandonment.abandon()  # what the tool waits on is cancelled too (cancellation.py)
+                task.add_done_callback(_forget)
+                task.cancel()
+                tool = await self.get_tool(name)
+                read_only = bool(tool and tool.annotations and tool.annotations.read_only_hint)
+                after = (
+                    "Retry, or ask for less."
+                    if read_only
+                    else "It may still complete: check its effect before calling it again."
+                )
+                logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
+                raise _CallTimedOut(
+                    f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
+                    f"what it waits on is too slow right now. {after}"
+                ) from None
+            except asyncio.CancelledError:  # the client cancelled, or the server is stopping: stop the call too
+                abandonment.abandon()
+                task.cancel()
+                raise
+        finally:
+            unwatch_call(token)
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 

@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 CELL_CHARS = 200
+VALUE_CHARS = 1_000
+"""The longest text value a structured result carries; longer ones are cut with a marker saying how long."""
 
 
 class ColumnInfo(BaseModel):
@@ -105,11 +107,23 @@ _PLAIN = frozenset({bool, int, float, str})
 
 
 def json_value(value: Any) -> Any:
-    if value is None or type(value) in _PLAIN or isinstance(value, bool | int | float | str):
-        return value
+    """A value for structured content: JSON's own types as they are, text cut at `VALUE_CHARS`, bytes by size."""
+    if value is None or type(value) in _PLAIN or isinstance(value, bool | int | float):
+        return value if type(value) is not str or len(value) <= VALUE_CHARS else cut_value(value)
+    if isinstance(value, str):
+        return value if len(value) <= VALUE_CHARS else cut_value(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return f"<{len(bytes(value))} bytes>"
-    return str(value)
+    shown = str(value)
+    return shown if len(shown) <= VALUE_CHARS else cut_value(shown)
+
+
+def cut_value(value: str) -> str:
+    return f"{value[:VALUE_CHARS]}…[cut: {len(value):,} chars]"
+
+
+def was_cut(value: Any) -> bool:
+    return type(value) is str and len(value) > VALUE_CHARS and value.endswith(" chars]") and "…[cut: " in value
 
 
 def quote(connection: Connection, name: str, schema: str | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sqlite3
@@ -14,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from mcp_server_core import InvalidArgument, Refused, Unavailable, register_secret
+from mcp_server_core import InvalidArgument, Refused, Unavailable, cancel_on_abandon, register_secret
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
@@ -321,8 +322,14 @@ class Database:
         )
 
     @contextmanager
-    def connect(self, *, write: bool = False) -> Iterator[Connection]:
-        """A connection with the statement deadline armed; rolled back at the end unless `write` commits it."""
+    def connect(self, *, write: bool = False, max_rows: int | None = None) -> Iterator[Connection]:
+        """A connection with the statement deadline armed; rolled back at the end unless `write` commits it.
+
+        While it is out, a call the helpers abandon (its deadline, its client's cancel) cancels the statement in
+        the database: PostgreSQL's cancel request, SQLite's interrupt, MariaDB's KILL QUERY. `max_rows` caps what
+        a top-level SELECT may send back on MariaDB (sql_select_limit), whose streamed results otherwise must be
+        read to their end before the connection can be used again.
+        """
         engine = self.writer if write else self.engine
         if engine is None:
             raise Refused("Writing is off.", hint="Start the server with --allow-write and a database URL.")
@@ -333,8 +340,11 @@ class Database:
                 raw: Any = connection.connection.dbapi_connection
                 if isinstance(raw, _SqliteConnection):
                     raw.deadline = time.monotonic() + self.timeout_s
+                if max_rows is not None and self.dialect in ("mysql", "mariadb"):
+                    connection.exec_driver_sql(f"SET SESSION sql_select_limit = {int(max_rows)}")
                 try:
-                    yield connection
+                    with cancel_on_abandon(functools.partial(self._cancel, raw)):
+                        yield connection
                     if write:
                         connection.commit()
                 finally:
@@ -345,6 +355,23 @@ class Database:
             raise self._failure(exc, connecting=not connected) from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
+
+    def _cancel(self, raw: Any) -> None:
+        """Stop whatever statement `raw` runs now; called from another thread when its call is abandoned."""
+        if isinstance(raw, sqlite3.Connection):
+            raw.interrupt()
+        elif self.dialect == "postgresql":
+            raw.cancel_safe(timeout=5.0)
+        else:
+            # MariaDB has no cancel request on the connection itself: a second, short connection kills the query.
+            cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
+            killer = self.engine.dialect.loaded_dbapi.connect(*cargs, **{**cparams, "connect_timeout": 5})
+            try:
+                with killer.cursor() as cursor:
+                    cursor.execute(f"KILL QUERY {int(raw.thread_id())}")
+            finally:
+                killer.close()
+        logger.info("cancelled the statement of an abandoned call")
 
     def close(self) -> None:
         self.engine.dispose()
@@ -370,6 +397,12 @@ class Database:
 
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
         return connection.execute(text(sql), params or {})
+
+    def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> Any:
+        """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
+        SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
+        return streaming.execute(text(sql), params or {})
 
     def inspector(self, connection: Connection) -> Any:
         return inspect(connection)

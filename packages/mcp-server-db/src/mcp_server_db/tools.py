@@ -29,6 +29,7 @@ from mcp_server_db.catalog import (
     relations,
     require,
     resolve,
+    was_cut,
 )
 from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
@@ -216,31 +217,43 @@ def query_toolset(db: Database) -> Toolset:
             statement = _explain_sql(db, statement)
         scope = json.dumps([sql, params], sort_keys=True, default=str)
         offset = int(decode_cursor(cursor, scope=scope)["offset"]) if cursor else 0
-        with db.connect() as connection:
+        # Bounded whatever the query returns: rows stream from the engine, at most a page is held, long values
+        # are cut, and the page stops at the byte budget in text and in structured content alike.
+        with db.connect(max_rows=None if explain else offset + limit + 1) as connection:
             try:
-                result = db.execute(connection, statement, params)
+                if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
+                    result = db.execute(connection, statement, params)
+                else:
+                    result = db.stream(connection, statement, params, buffer=min(limit + 1, 100))
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
             columns = list(map(str, result.keys()))
-            if offset:
-                result.fetchmany(offset)
-            fetched = result.fetchmany(limit + 1)
+            skipped = 0
+            while skipped < offset and (chunk := result.fetchmany(min(offset - skipped, 1000))):
+                skipped += len(chunk)
+            rows: list[list[Any]] = []
+            lines: list[str] = []  # each row's text line, measured here and rendered as is
+            text_used = structured_used = 0
+            more = cut = False
+            for row in result.fetchmany(limit + 1):
+                if len(rows) == limit:
+                    more = True
+                    break
+                values = [json_value(v) for v in row]
+                line = "\t".join([cell(v) for v in values])
+                text_used += len(line.encode()) + 1
+                structured_used += len(json.dumps(values, default=str, ensure_ascii=False).encode()) + 1
+                if rows and (text_used > QUERY_BYTES or structured_used > QUERY_BYTES):
+                    more = True
+                    break
+                cut = cut or any(was_cut(v) for v in values)
+                rows.append(values)
+                lines.append(line)
             result.close()
-        rows = [[json_value(v) for v in row] for row in fetched[:limit]]
-        more = len(fetched) > limit
-        used = 0
-        lines = []  # each row's text line, measured here and rendered as is
-        for index, row in enumerate(rows):
-            line = "\t".join([cell(v) for v in row])
-            used += len(line.encode()) + 1
-            if used > QUERY_BYTES and index > 0:
-                rows, more = rows[:index], True
-                break
-            lines.append(line)
         next_cursor = encode_cursor({"offset": offset + len(rows)}, scope=scope) if more else None
-        result = QueryResult(columns=columns, rows=rows, truncated=more, next_cursor=next_cursor)
-        result._lines = lines
-        return result
+        query_result = QueryResult(columns=columns, rows=rows, truncated=more or cut, next_cursor=next_cursor)
+        query_result._lines = lines
+        return query_result
 
     return toolset
 
