@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +50,10 @@ SHAPES = {
 
 
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> Iterator[str]:
+def sqlite_url(tmp_path: Path) -> str:
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()
-    yield f"sqlite:///{path}"
+    return f"sqlite:///{path}"
 
 
 def _url(dialect: str, sqlite_url: str) -> str:
