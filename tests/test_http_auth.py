@@ -28,7 +28,7 @@ from mcp_server_core.testing import HttpWire, free_port, spawn_http_server
 from tests.conftest import SERVERS
 
 ISSUER = "https://id.example.com"
-STATIC = "static-" + "k3y" * 8
+STATIC = "static-" + "k3y" * 10
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 

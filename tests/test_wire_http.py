@@ -145,7 +145,7 @@ def template_argv(tmp_path: Path) -> list[str]:
 
 
 def test_bearer_token_is_required_when_configured_and_never_logged(template_argv: list[str], tmp_path: Path) -> None:
-    token = "tok-" + "s3cr3t" * 4
+    token = "tok-" + "s3cr3t" * 6
     env = {"MCP_TEMPLATE_AUTH_TOKEN": token}
     log_path = tmp_path / "server.log"
     with (

@@ -134,8 +134,23 @@ def test_bearer_tokens_come_from_the_environment_and_a_file(tmp_path: object, mo
     from pathlib import Path
 
     token_file = Path(str(tmp_path)) / "tokens"
-    token_file.write_text("# tokens\nfile-token-1\n\nfile-token-2\n")
-    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", "env-token")
+    one, two, env = ("file-token-1-" + "a" * 30), ("file-token-2-" + "b" * 30), ("env-token-" + "c" * 30)
+    token_file.write_text(f"# tokens\n{one}\n\n   # an indented comment is a comment\n\t{two}  \n")
+    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", env)
     settings = DemoSettings(auth_token_file=token_file)
-    assert settings.bearer_tokens() == ["env-token", "file-token-1", "file-token-2"]
-    assert "env-token" not in repr(settings)
+    assert settings.bearer_tokens() == [env, one, two]
+    assert env not in repr(settings)
+
+
+@pytest.mark.parametrize("short", ["x", "change-me", "a" * 31])
+def test_a_token_too_short_to_be_secret_is_refused_at_start(
+    short: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", short)
+    with pytest.raises(SystemExit) as exited:
+        run(SPEC, ["--transport", "http", "--port", "1"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "too short to be a secret" in err
+    assert "openssl rand -hex 32" in err
+    assert f"a bearer token of {len(short)} characters" in err

@@ -14,9 +14,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import ipaddress
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +33,36 @@ from starlette.routing import Route
 from mcp_server_core.errors import register_secret
 from mcp_server_core.settings import ServerSettings
 
-__all__ = ["AnyOf", "BearerTokens", "JwksFileVerifier", "auth_provider", "resource_url"]
+__all__ = [
+    "AnyOf",
+    "BearerTokens",
+    "JwksFileVerifier",
+    "KeyFileVerifier",
+    "auth_provider",
+    "principal",
+    "resource_url",
+    "token_fingerprint",
+]
 
 logger = logging.getLogger(__name__)
 
 
+def token_fingerprint(token: str) -> str:
+    """Who a static token is, without being it: what sessions, limits, audit lines and metrics key on."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def principal(token: AccessToken | None) -> str:
+    """The one definition of who is calling: a static token's fingerprint, a JWT's client and subject, or
+    `local` (stdio, or HTTP without auth, where one operator is every client)."""
+    if token is None:
+        return "local"
+    subject = token.subject or (token.claims or {}).get("sub")
+    return f"{token.client_id}/{subject}" if subject else token.client_id
+
+
 class BearerTokens(TokenVerifier):
-    """Static bearer tokens, compared in constant time."""
+    """Static bearer tokens, compared in constant time; each token is its own principal (its fingerprint)."""
 
     def __init__(self, tokens: list[str], *, scopes: list[str] | None = None) -> None:
         super().__init__()
@@ -54,20 +80,79 @@ class BearerTokens(TokenVerifier):
             matched |= hmac.compare_digest(offered, known)
         if not matched:
             return None
-        return AccessToken(token=token, client_id="bearer", scopes=self._scopes)
+        # A session belongs to the credential that opened it (the SDK compares client ids): one per token.
+        return AccessToken(token=token, client_id=token_fingerprint(token), scopes=self._scopes)
 
 
-class JwksFileVerifier(JWTVerifier):
-    """fastmcp's JWT verification, with the key set read from a local JWKS file instead of fetched over HTTP."""
+class _BoundedLifetime(JWTVerifier):
+    """JWTs must carry `exp`, and live no longer than `max_lifetime_s` (RFC 8725 3.10: short-lived tokens)."""
+
+    max_lifetime_s: float = 86_400.0
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        accepted = await super().load_access_token(token)
+        if accepted is None:
+            return None
+        claims = accepted.claims or {}
+        expires, issued = claims.get("exp"), claims.get("iat")
+        if not isinstance(expires, int | float):
+            logger.warning("Bearer token rejected for client %s: no exp claim", accepted.client_id)
+            return None
+        start = issued if isinstance(issued, int | float) else time.time()
+        if expires - start > self.max_lifetime_s:
+            logger.warning(
+                "Bearer token rejected for client %s: lifetime %.0f s is over the %.0f s allowed",
+                accepted.client_id,
+                expires - start,
+                self.max_lifetime_s,
+            )
+            return None
+        return accepted
+
+
+class KeyFileVerifier(_BoundedLifetime):
+    """JWTs signed by one PEM public key."""
+
+
+class JwksFileVerifier(_BoundedLifetime):
+    """fastmcp's JWT verification, with the key set read from a local JWKS file instead of fetched over HTTP.
+
+    The file is read again as soon as it changes (checked at most every `RECHECK_S` at a request): a key removed
+    to revoke it stops verifying within seconds, not only when some token names a key id the cache lacks.
+    """
+
+    RECHECK_S = 1.0
 
     def __init__(self, jwks_file: Path, **options: Any) -> None:
         # The URI only tells JWTVerifier that keys come from a key set; `_fetch_jwks` below reads the file.
         super().__init__(jwks_uri=jwks_file.resolve().as_uri(), jwks_refresh_interval=1.0, **options)
         self._jwks_file = jwks_file
         _read_jwks(jwks_file)  # fail at start, not at the first request, when the file is missing or broken
+        self._file_seen = _file_signature(jwks_file)
+        self._file_checked = time.monotonic()
+
+    async def _get_verification_key(self, token: str) -> str | bytes:
+        now = time.monotonic()
+        if now - self._file_checked >= self.RECHECK_S:
+            self._file_checked = now
+            seen = _file_signature(self._jwks_file)
+            if seen != self._file_seen:
+                self._file_seen = seen
+                self._jwks_cache, self._jwks_cache_time = {}, 0  # fastmcp's cache: read the file again now
+                self._jwks_last_refresh_attempt = None
+        key: str | bytes = await super()._get_verification_key(token)
+        return key
 
     async def _fetch_jwks(self) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(_read_jwks, self._jwks_file)
+
+
+def _file_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _read_jwks(path: Path) -> dict[str, Any]:
@@ -81,10 +166,14 @@ def _read_jwks(path: Path) -> dict[str, Any]:
 
 
 class AnyOf(TokenVerifier):
-    """Accepts a token any of `verifiers` accepts (static tokens for scripts, JWTs for people), in order."""
+    """Accepts a token any of `verifiers` accepts (static tokens for scripts, JWTs for people), in order.
 
-    def __init__(self, verifiers: list[TokenVerifier]) -> None:
-        super().__init__()
+    The required scopes are checked after it, by the endpoint (the SDK's RequireAuthMiddleware), so a valid token
+    without them gets 403 `insufficient_scope` naming the scope, not 401 `invalid_token` (RFC 6750 3.1).
+    """
+
+    def __init__(self, verifiers: list[TokenVerifier], *, required_scopes: list[str] | None = None) -> None:
+        super().__init__(required_scopes=required_scopes)
         self.verifiers = verifiers
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -113,6 +202,15 @@ class _ProtectedResource(RemoteAuthProvider):
         return routes
 
 
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def base_url(settings: ServerSettings) -> str:
     if settings.public_url:
         return settings.public_url
@@ -126,14 +224,24 @@ def resource_url(settings: ServerSettings) -> str:
 
 
 def _jwt_verifier(settings: ServerSettings) -> JWTVerifier | None:
+    # No required_scopes here: a verifier that checks them answers a valid token without them as invalid (401);
+    # the endpoint checks them instead and answers 403 insufficient_scope (see AnyOf).
     options: dict[str, Any] = {
         "issuer": settings.jwt_issuer,
         "audience": settings.jwt_audience or resource_url(settings),
         "algorithm": settings.jwt_algorithm,
-        "required_scopes": settings.jwt_required_scopes or None,
     }
+    has_key = settings.jwks_file is not None or settings.jwt_public_key_file is not None
+    if has_key and not is_loopback_host(settings.host) and not (settings.public_url or settings.jwt_audience):
+        raise ValueError(
+            f"JWTs are verified for an audience, by default this server's URL, and bound to {settings.host} it "
+            "cannot know the URL clients reach it at: give --public-url https://your.host (or --jwt-audience)"
+        )
+    verifier: _BoundedLifetime
     if settings.jwks_file is not None:
-        return JwksFileVerifier(settings.jwks_file, **options)
+        verifier = JwksFileVerifier(settings.jwks_file, **options)
+        verifier.max_lifetime_s = settings.jwt_max_lifetime_s
+        return verifier
     if settings.jwt_public_key_file is not None:
         try:
             key = settings.jwt_public_key_file.read_text()
@@ -141,7 +249,9 @@ def _jwt_verifier(settings: ServerSettings) -> JWTVerifier | None:
             raise ValueError(f"cannot read the JWT public key file: {exc}") from None
         if "PUBLIC KEY" not in key and "CERTIFICATE" not in key:
             raise ValueError(f"{settings.jwt_public_key_file} holds no PEM public key")
-        return JWTVerifier(public_key=key, **options)
+        verifier = KeyFileVerifier(public_key=key, **options)
+        verifier.max_lifetime_s = settings.jwt_max_lifetime_s
+        return verifier
     return None
 
 
@@ -155,7 +265,7 @@ def auth_provider(settings: ServerSettings) -> AuthProvider | None:
         verifiers.append(jwt)
     if not verifiers:
         return None
-    verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
+    verifier = AnyOf(verifiers, required_scopes=settings.jwt_required_scopes or None)
     if jwt is None or not settings.jwt_issuer:
         return verifier
     try:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from fastmcp.server.auth import AuthProvider
@@ -28,6 +27,7 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_server_core.auth import BearerTokens, auth_provider
+from mcp_server_core.auth import is_loopback_host as is_loopback
 from mcp_server_core.health import add_health_routes
 from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
 from mcp_server_core.metrics import add_metrics_route
@@ -50,15 +50,6 @@ MAX_STORED_EVENTS = 10_000
 """Events kept for replay across all sessions; the least recently used go first."""
 MAX_EVENTS_PER_STREAM = 100
 EVENT_TTL_SECONDS = 600
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def memory_event_store(

@@ -8,7 +8,10 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["LogLevel", "ServerSettings", "Transport"]
+__all__ = ["MIN_TOKEN_CHARS", "LogLevel", "ServerSettings", "Transport"]
+
+MIN_TOKEN_CHARS = 32
+"""A static bearer token shorter than this is guessable: refused at start."""
 
 Transport = Literal["stdio", "http"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -58,6 +61,36 @@ class ServerSettings(BaseSettings):
     )
     audit_arguments: bool = Field(
         False, description="put each call's arguments (redacted) in its audit line, not only their digest"
+    )
+    header_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="HTTP: a request's headers must arrive within this; slower connections close"
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, le=3600, description="HTTP: a request's body must arrive within this, or 408 and it closes"
+    )
+    max_buffered_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="HTTP: request bytes held at once across all requests; past it, 503 with Retry-After",
+    )
+    max_connections: int = Field(
+        1000, ge=1, le=100_000, description="HTTP: connections and requests served at once; past it, 503"
+    )
+    max_sessions: int = Field(1000, ge=1, le=1_000_000, description="HTTP: sessions open at once, in total")
+    max_sessions_per_client: int = Field(
+        32, ge=1, le=100_000, description="HTTP: sessions one credential may hold open; past it, 429 with Retry-After"
+    )
+    session_idle_timeout_s: float = Field(
+        1800.0, gt=0, le=86_400, description="HTTP: a session with no request for this long is closed"
+    )
+    max_calls_per_client: int = Field(
+        4, ge=1, le=1024, description="tool calls one client may run at once; more wait in its own queue"
+    )
+    max_queued_calls_per_client: int = Field(
+        32, ge=0, le=100_000, description="tool calls one client may have waiting; past it, a call fails at once"
+    )
+    jwt_max_lifetime_s: float = Field(
+        86_400.0, gt=0, description="longest JWT lifetime (exp - iat) accepted; tokens must carry exp"
     )
     read_only: bool = False
     toolsets: str | None = Field(None, description="comma-separated toolset names, or 'all' / 'default'")
@@ -114,9 +147,20 @@ class ServerSettings(BaseSettings):
         return self
 
     def bearer_tokens(self) -> list[str]:
-        """Every token that may authenticate an HTTP client."""
-        tokens = [self.auth_token.get_secret_value()] if self.auth_token else []
+        """Every token that may authenticate an HTTP client; ValueError for one too short to be a secret.
+
+        In the file: one token per line; blank lines and lines starting with `#`, whatever the indentation, are
+        not tokens.
+        """
+        tokens = [self.auth_token.get_secret_value().strip()] if self.auth_token else []
         if self.auth_token_file is not None:
-            lines = self.auth_token_file.read_text().splitlines()
-            tokens += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+            lines = [line.strip() for line in self.auth_token_file.read_text().splitlines()]
+            tokens += [line for line in lines if line and not line.startswith("#")]
+        for token in tokens:
+            if len(token) < MIN_TOKEN_CHARS:
+                raise ValueError(
+                    f"a bearer token of {len(token)} characters is too short to be a secret (at least "
+                    f"{MIN_TOKEN_CHARS}): make one with `openssl rand -hex 32` or "
+                    "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+                )
         return tokens
