@@ -45,7 +45,7 @@ def _scope(headers: dict[str, str], **extra: Any) -> dict[str, Any]:
 
 async def _run(scope: dict[str, Any], chunks: list[bytes]) -> tuple[list[dict[str, Any]], int, Downstream]:
     app = Downstream()
-    guard = RequestGuard(app, path="/mcp", max_body_bytes=LIMIT)
+    guard = RequestGuard(app, path="/mcp", settings=ServerSettings(max_body_bytes=LIMIT))
     sent: list[dict[str, Any]] = []
     reads = 0
 

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_server_core.errors import redact
+from mcp_server_core.identity import caller
 
 if TYPE_CHECKING:
     from mcp_server_core.metrics import CallMetrics
@@ -199,14 +200,8 @@ def _size(result: HandlerResult) -> int:
 
 
 def _principal() -> str:
-    """Who called: the token's client and subject (a static token's client id is its fingerprint), or `local`."""
-    from fastmcp.server.dependencies import get_access_token
-
-    token = get_access_token()
-    if token is None:
-        return "local"
-    subject = token.subject or (token.claims or {}).get("sub")
-    return redact(f"{token.client_id}/{subject}" if subject else token.client_id)
+    """Who called: a static token's fingerprint (never the token), a JWT's client and subject, or `local`."""
+    return redact(caller())
 
 
 def _client(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> dict[str, str] | None:

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import json
@@ -31,6 +30,7 @@ from pydantic import AnyHttpUrl
 from starlette.routing import Route
 
 from mcp_server_core.errors import register_secret
+from mcp_server_core.identity import principal, token_fingerprint
 from mcp_server_core.settings import ServerSettings
 
 __all__ = [
@@ -45,20 +45,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def token_fingerprint(token: str) -> str:
-    """Who a static token is, without being it: what sessions, limits, audit lines and metrics key on."""
-    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
-
-
-def principal(token: AccessToken | None) -> str:
-    """The one definition of who is calling: a static token's fingerprint, a JWT's client and subject, or
-    `local` (stdio, or HTTP without auth, where one operator is every client)."""
-    if token is None:
-        return "local"
-    subject = token.subject or (token.claims or {}).get("sub")
-    return f"{token.client_id}/{subject}" if subject else token.client_id
 
 
 class BearerTokens(TokenVerifier):

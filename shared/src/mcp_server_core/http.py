@@ -17,12 +17,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import anyio
 from fastmcp.server.auth import AuthProvider
 from fastmcp.server.event_store import EventStore
 from key_value.aio.stores.memory import MemoryStore
 from mcp_types import INVALID_REQUEST, JSONRPCError
-from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -72,6 +73,50 @@ def memory_event_store(
 
 _in_flight = [0]
 
+MAX_JSON_CONTAINERS = 50_000
+"""Objects and arrays one message may hold: a real one has dozens; 4 MiB of `[{},{},...]` built a million."""
+
+
+class _Budget:
+    """Request-body bytes held at once across every request of this process."""
+
+    def __init__(self) -> None:
+        self.held = 0
+
+    def take(self, size: int, limit: int) -> bool:
+        if self.held + size > limit:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held = max(self.held - size, 0)
+
+
+_buffered = _Budget()
+
+
+def _check_shape(body: bytes) -> None:
+    """Refuse, before building it, a body no single JSON-RPC message could be (parsing is the costly part)."""
+    start = body.lstrip()[:1]
+    if start == b"[":
+        raise MessageRefused(
+            error_message(
+                None,
+                INVALID_REQUEST,
+                "Invalid Request: batches are not part of this protocol version; "
+                "send one JSON-RPC message per request.",
+            )
+        )
+    if body.count(b"{") + body.count(b"[") > MAX_JSON_CONTAINERS:
+        raise MessageRefused(
+            error_message(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: over {MAX_JSON_CONTAINERS:,} JSON objects and arrays in one message.",
+            )
+        )
+
 
 def requests_in_flight() -> int:
     """POSTs this process is still answering (the graceful shutdown waits for them)."""
@@ -79,12 +124,15 @@ def requests_in_flight() -> int:
 
 
 class RequestGuard:
-    """Reads each request body with a byte cap, and answers a body that is no JSON-RPC message itself."""
+    """Reads each request body within a byte cap, a deadline and a process-wide budget, and answers a body that is
+    no JSON-RPC message itself; opens a session only within the caller's share (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, path: str, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, path: str, settings: ServerSettings) -> None:
         self.app = app
         self.path = path.rstrip("/") or "/"
-        self.max_body_bytes = max_body_bytes
+        self.settings = settings
+        self.max_body_bytes = settings.max_body_bytes
+        self._manager: Any = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -96,29 +144,31 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
+        on_endpoint = (scope["path"].rstrip("/") or "/") == self.path
+        if on_endpoint and not self.settings.stateless and b"mcp-session-id" not in headers:
+            manager = self._session_manager(scope)
+            if manager is not None and not await self._room_for_a_session(manager, scope, send):
+                return
         declared = headers.get(b"content-length", b"").strip()
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._too_large(send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
+        held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
+        try:
+            body = await self._read_body(receive, send, held)
+            if body is None:
                 return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        on_endpoint = (scope["path"].rstrip("/") or "/") == self.path
+            await self._forward(scope, receive, send, body, headers, on_endpoint)
+        finally:
+            _buffered.give(held[0])
+
+    async def _forward(
+        self, scope: Scope, receive: Receive, send: Send, body: bytes, headers: dict[bytes, bytes], on_endpoint: bool
+    ) -> None:
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if on_endpoint and content_type == b"application/json":
             try:
+                _check_shape(body)
                 read_message(body)
             except MessageRefused as refused:
                 await _send_error(send, 400, refused.error)
@@ -139,6 +189,78 @@ class RequestGuard:
         finally:
             _in_flight[0] -= 1
 
+    async def _read_body(self, receive: Receive, send: Send, held: list[int]) -> bytes | None:
+        """The whole body, or None once a refusal was sent (too large, too slow, over the shared budget)."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(self.settings.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        await self._too_large(send)
+                        return None
+                    if not _buffered.take(len(chunk), self.settings.max_buffered_bytes):
+                        await _send_error(
+                            send,
+                            503,
+                            error_message(
+                                None,
+                                INVALID_REQUEST,
+                                "The server is reading too many request bodies at once; retry shortly.",
+                            ),
+                            close=True,
+                            retry_after=1,
+                        )
+                        return None
+                    held[0] += len(chunk)
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            message_text = f"Invalid Request: the body did not arrive within {self.settings.body_timeout_s:g} s."
+            await _send_error(send, 408, error_message(None, INVALID_REQUEST, message_text), close=True)
+            return None
+        return b"".join(chunks)
+
+    def _session_manager(self, scope: Scope) -> Any:
+        """The SDK's session manager behind this app (made at startup), tuned to the settings on first use."""
+        if self._manager is None:
+            app = scope.get("app")
+            for route in getattr(app, "routes", []):
+                endpoint = getattr(route, "endpoint", None)
+                target = getattr(endpoint, "app", endpoint)
+                manager = getattr(target, "session_manager", None) or getattr(endpoint, "session_manager", None)
+                if manager is not None:
+                    manager.max_sessions = self.settings.max_sessions
+                    # The SDK's own cap (4 MiB) would answer a bare 413 under ours: ours is the limit.
+                    manager.asgi_app.max_body_size = max(self.max_body_bytes, 1)
+                    self._manager = manager
+                    break
+        return self._manager
+
+    async def _room_for_a_session(self, manager: Any, scope: Scope, send: Send) -> bool:
+        """A credential holds at most `max_sessions_per_client` sessions: past it, 429 with Retry-After."""
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+
+        user = scope.get("user")
+        owner = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        held = sum(1 for each in list(manager._session_owners.values()) if each == owner)
+        if owner is None:
+            held = len(manager._server_instances) - len(manager._session_owners)
+        if held < self.settings.max_sessions_per_client:
+            return True
+        message = (
+            f"Too many sessions: this client holds {held} (the most one client may, max_sessions_per_client); "
+            "end one with DELETE, or reuse it."
+        )
+        await _send_error(send, 429, error_message(None, INVALID_REQUEST, message), retry_after=30)
+        return False
+
     async def _too_large(self, send: Send) -> None:
         message = (
             f"Invalid Request: the body exceeds {self.max_body_bytes:,} bytes; send less (the server's "
@@ -147,11 +269,15 @@ class RequestGuard:
         await _send_error(send, 413, error_message(None, INVALID_REQUEST, message), close=True)
 
 
-async def _send_error(send: Send, status: int, error: JSONRPCError, *, close: bool = False) -> None:
+async def _send_error(
+    send: Send, status: int, error: JSONRPCError, *, close: bool = False, retry_after: int | None = None
+) -> None:
     body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if close:  # the rest of the body was never read: the connection cannot carry another request
         headers.append((b"connection", b"close"))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -167,7 +293,31 @@ def check_http_settings(settings: ServerSettings) -> AuthProvider | None:
     return auth
 
 
-def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlette:
+MAX_AUTHORIZATION_BYTES = 8 * 1024
+
+
+class AuthorizationHeaderGuard:
+    """Before any token is verified: two Authorization headers are 400 (which one counts is ambiguous, and a
+    proxy and the server may pick different ones), one over 8 KiB is 431."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            values = [value for name, value in scope["headers"] if name == b"authorization"]
+            if len(values) > 1:
+                message = "Invalid Request: send one Authorization header."
+                await _send_error(send, 400, error_message(None, INVALID_REQUEST, message))
+                return
+            if values and len(values[0]) > MAX_AUTHORIZATION_BYTES:
+                message = f"Invalid Request: the Authorization header is over {MAX_AUTHORIZATION_BYTES:,} bytes."
+                await _send_error(send, 431, error_message(None, INVALID_REQUEST, message), close=True)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp:
     """The ASGI app serving `server` at `settings.path`; raises ValueError for an unsafe configuration."""
     auth = check_http_settings(settings)
     if auth is not None:
@@ -176,7 +326,7 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlet
         server.without_sessions()
     add_health_routes(server)
     add_metrics_route(server)
-    return server.http_app(
+    app = server.http_app(
         path=settings.path,
         stateless_http=settings.stateless,
         # A stateless POST has no standalone stream to come back on: answer in the response body.
@@ -186,5 +336,7 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> Starlet
         host_origin_protection=True,
         allowed_hosts=settings.allowed_hosts or None,
         allowed_origins=settings.allowed_origins or None,
-        middleware=[Middleware(RequestGuard, path=settings.path, max_body_bytes=settings.max_body_bytes)],
+        middleware=[Middleware(RequestGuard, path=settings.path, settings=settings)],
+        session_idle_timeout=settings.session_idle_timeout_s if not settings.stateless else None,
     )
+    return AuthorizationHeaderGuard(app)

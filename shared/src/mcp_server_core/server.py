@@ -42,6 +42,7 @@ from mcp_server_core.cancellation import unwatch_call, watch_call
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.health import Readiness
+from mcp_server_core.identity import caller
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
 from mcp_server_core.tracing import annotate_call
@@ -94,6 +95,11 @@ class ReferenceServer(FastMCP[Any]):
         self.read_only = read_only
         self.call_timeout_s: float | None = None
         """The longest one tools/call may take before its client gets an isError (None: no bound); the CLI sets it."""
+        self.max_calls_per_client = 4
+        """Tool calls one client (principal) may run at once; more wait in that client's own queue."""
+        self.max_queued_calls_per_client = 32
+        """Calls one client may have waiting; past it, a call fails at once instead of piling up."""
+        self._client_slots: dict[str, _ClientSlots] = {}
         self.toolsets = Toolsets(self, toolsets, read_only=read_only)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name, announce=False)
@@ -183,6 +189,44 @@ class ReferenceServer(FastMCP[Any]):
     ) -> ToolResult:
         if not run_middleware:  # the inner call of fastmcp's middleware chain: translate once, outside it
             return await super().call_tool(name, arguments, version=version, run_middleware=False)
+        async with self._client_slot():
+            return await self._call_within_limits(name, arguments, version)
+
+    @asynccontextmanager
+    async def _client_slot(self) -> AsyncIterator[None]:
+        """One of the calling client's `max_calls_per_client` slots, waited for in that client's own queue.
+
+        Fairness by construction: one client's 60 slow calls occupy its own slots and queue, never another
+        client's, so others are answered at once. A slot is freed when its call is answered, and an abandoned
+        call's work is cancelled (cancellation.py), so abandoned calls do not pile up behind the slots either.
+        """
+        who = caller()
+        slots = self._client_slots.get(who)
+        if slots is None:
+            slots = self._client_slots[who] = _ClientSlots(self.max_calls_per_client)
+        if slots.free.locked() and slots.waiting >= self.max_queued_calls_per_client:
+            self._failed("", "rate_limited")
+            raise ToolError(
+                f"Too many calls from this client at once: {self.max_calls_per_client} running and "
+                f"{slots.waiting} waiting (the server's per-client limit). Wait for some to finish, then retry."
+            )
+        slots.waiting += 1
+        try:
+            await slots.free.acquire()
+        finally:
+            slots.waiting -= 1
+        slots.running += 1
+        try:
+            yield
+        finally:
+            slots.running -= 1
+            slots.free.release()
+            if slots.running == 0 and slots.waiting == 0:
+                self._client_slots.pop(who, None)  # an idle client costs nothing
+
+    async def _call_within_limits(
+        self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
+    ) -> ToolResult:
         try:
             result = await self._within_deadline(name, super().call_tool(name, arguments, version=version))
         except (NotFoundError, DisabledError) as exc:
@@ -309,6 +353,13 @@ class ReferenceServer(FastMCP[Any]):
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
+
+
+class _ClientSlots:
+    def __init__(self, size: int) -> None:
+        self.free = asyncio.Semaphore(size)
+        self.waiting = 0
+        self.running = 0
 
 
 class _CallTimedOut(ToolError):

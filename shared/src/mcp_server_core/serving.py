@@ -146,6 +146,7 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: so
     """Serve Streamable HTTP on `settings.host:port`, or on `sock` (a worker's share of the parent's socket)."""
     import uvicorn
 
+    from mcp_server_core.front import MAX_HEADER_BYTES, guarded_protocol
     from mcp_server_core.http import build_http_app
 
     app = build_http_app(server, settings)
@@ -157,8 +158,11 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: so
         log_level=settings.log_level.lower(),
         server_header=False,
         timeout_graceful_shutdown=max(int(settings.drain_timeout_s), 1),
-        # A slow or stalled client cannot hold a worker's connection slot for ever.
+        # A slow or stalled client cannot hold a worker's connection slot for ever (front.py has the why).
+        http=guarded_protocol(header_timeout_s=settings.header_timeout_s),
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES * 2,  # ours answers 431 first
         timeout_keep_alive=5,
+        limit_concurrency=settings.max_connections,
     )
     uvicorn_server = _draining_server_class()(config)
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -177,6 +181,8 @@ def _exit_after_stdio_sigterm() -> None:
 
 def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
     server.call_timeout_s = settings.call_timeout_s
+    server.max_calls_per_client = settings.max_calls_per_client
+    server.max_queued_calls_per_client = settings.max_queued_calls_per_client
     server.audit.include_arguments = settings.audit_arguments
     flush_traces = configure_tracing(server.name, server.version or "")
     if flush_traces is not None:

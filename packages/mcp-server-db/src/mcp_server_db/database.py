@@ -219,9 +219,11 @@ class Database:
             # server dropped (a restart) instead of failing the call; the session settings are re-asserted
             # at every checkout, so nothing one call did to its session survives into the next.
             # connect_timeout: a host that drops packets would otherwise hold a call for the kernel's minutes.
+            # 16 at most: several clients at the per-client limit (4 calls each, server.py) still find one free,
+            # so one client's slow queries cannot make another's SELECT 1 wait for a connection.
             options: dict[str, Any] = {
                 "pool_size": 2,
-                "max_overflow": 4,
+                "max_overflow": 14,
                 "pool_pre_ping": True,
                 "pool_recycle": 1800,
                 "connect_args": {"connect_timeout": max(1, round(timeout_s))},
