@@ -54,13 +54,14 @@ def test_print_config_keeps_what_the_environment_set_and_makes_paths_absolute(
     entry = json.loads(capsys.readouterr().out)["mcpServers"]["demo"]
     assert entry["args"] == [
         "mcp-server-demo",
+        "--resumable",
         "--read-only",
         "--auth-token-file",
         str(tmp_path / "tokens.txt"),
         "--allowed-host",
         "a.test",
     ]
-    assert entry["env"] == {"MCP_DEMO_RESUMABLE": "1"}, "a setting with no flag travels in the environment"
+    assert "env" not in entry
 
 
 def test_print_config_never_copies_a_password_or_a_token(
@@ -154,3 +155,13 @@ def test_a_token_too_short_to_be_secret_is_refused_at_start(
     assert "too short to be a secret" in err
     assert "openssl rand -hex 32" in err
     assert f"a bearer token of {len(short)} characters" in err
+
+
+def test_every_shared_setting_has_a_flag_of_its_own_name() -> None:
+    """Docs name flags; a setting only the environment could set would make them lie (--resumable did)."""
+    from mcp_server_core.cli import _parser
+
+    dests = {action.dest for action in _parser(SPEC)._actions}
+    secret_only = {"auth_token"}  # tokens never go on argv, where `ps` shows them
+    missing = sorted(set(ServerSettings.model_fields) - dests - secret_only)
+    assert not missing, f"settings without a flag: {missing}"

@@ -1,0 +1,399 @@
+"""The Streamable HTTP front against hostile clients, over real sockets on loopback, bounded in count and time.
+
+Each class of issue 14 has its case: slow and oversized headers, duplicate and oversized Authorization, bodies
+that never end or that together would exhaust memory, bodies shaped to blow up the parser, the configured body
+limit, sessions bound to their credential and capped per credential and in total, JWT lifetime, scope and key
+revocation, and fairness: one client's slow or abandoned calls never make another client wait. Limits are set
+low by flag so the attacks stay small.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from mcp_server_core.testing import HttpWire, free_port, spawn_http_server
+
+from tests.conftest import SERVERS
+from tests.test_http_auth import ISSUER, _jwk, _key
+
+# Timing matters here (deadlines, another client's latency): run with the machine to ourselves.
+pytestmark = pytest.mark.serial
+
+TOKEN_A = "hostile-a-" + "a" * 40
+TOKEN_B = "hostile-b-" + "b" * 40
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+SLOW_SQL = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 30000000) SELECT count(*) FROM c"
+
+
+def _addr(url: str) -> tuple[str, int]:
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    return host, int(port)
+
+
+def _raw(url: str, payload: bytes, *, read_timeout: float = 10.0) -> bytes:
+    """Send raw bytes, read what comes back until the server closes (or the timeout)."""
+    with socket.create_connection(_addr(url), timeout=read_timeout) as sock:
+        sock.sendall(payload)
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return b"".join(chunks)
+
+
+def _head(path: str = "/mcp", *extra: str, length: int | None = None) -> bytes:
+    lines = [
+        f"POST {path} HTTP/1.1",
+        "Host: 127.0.0.1",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        *extra,
+    ]
+    if length is not None:
+        lines.append(f"Content-Length: {length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bytes | None:
+    """What the server sent before closing `sock`, or None if it is still open after `seconds`."""
+    sock.settimeout(seconds)
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        pass
+    return received
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("hostile")
+    argv = [
+        *SERVERS["template"](tmp),
+        "--header-timeout-s", "1",
+        "--body-timeout-s", "1",
+        "--max-buffered-bytes", str(1024 * 1024),
+        "--max-body-bytes", str(700 * 1024),
+        "--max-sessions-per-client", "3",
+        "--max-sessions", "5",
+    ]  # fmt: skip
+    token_file = tmp / "tokens"
+    token_file.write_text(f"  # indented comment\n{TOKEN_A}\n{TOKEN_B}\n")
+    with spawn_http_server([*argv, "--auth-token-file", str(token_file)]) as (url, _process):
+        yield url
+
+
+def test_headers_that_dribble_are_cut_off_and_a_real_client_is_still_served(template: str) -> None:
+    dribblers = []
+    for _ in range(40):
+        sock = socket.create_connection(_addr(template))
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        dribblers.append(sock)
+    silent = socket.create_connection(_addr(template))
+    half_line = socket.create_connection(_addr(template))
+    half_line.sendall(b"POS")
+    try:
+        started = time.monotonic()
+        with HttpWire(template, token=TOKEN_A) as wire:
+            wire.initialize()
+            assert wire.request("ping")["result"] == {}
+        assert time.monotonic() - started < 3, "a real client waited behind the dribblers"
+        for sock in dribblers[:5]:
+            sock.sendall(b"X-Slow: 1\r\n")
+        for sock in [*dribblers, half_line]:
+            answer = _closed_within(sock, 6)
+            assert answer is not None, "a connection short of its headers stayed open past the header deadline"
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+        assert _closed_within(silent, 10) == b"", "a silent connection stayed open"
+    finally:
+        for sock in [*dribblers, silent, half_line]:
+            sock.close()
+
+
+@pytest.mark.parametrize("size", [40 * 1024, 1024 * 1024])
+def test_oversized_headers_get_431_before_anything_is_verified(template: str, size: int) -> None:
+    answer = _raw(template, _head("/mcp", "X-Pad: " + "p" * size, length=2) + b"{}")
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:80]
+    assert b'"code": -32600' in answer
+
+
+def test_an_oversized_or_a_second_authorization_header_is_refused(template: str) -> None:
+    big = httpx2.post(template, json=PING, headers={"Authorization": "Bearer " + "x" * 9000})
+    assert big.status_code == 431
+    two = _raw(
+        template,
+        _head("/mcp", "Authorization: Bearer wrong", f"Authorization: Bearer {TOKEN_A}", length=len(json.dumps(PING)))
+        + json.dumps(PING).encode(),
+    )
+    assert two.startswith(b"HTTP/1.1 400"), two[:80]
+
+
+def test_a_body_that_never_ends_gets_408(template: str) -> None:
+    with socket.create_connection(_addr(template)) as sock:
+        sock.sendall(_head("/mcp", f"Authorization: Bearer {TOKEN_A}", "Transfer-Encoding: chunked"))
+        sock.sendall(b'5\r\n{"a":\r\n')
+        answer = _closed_within(sock, 8)
+    assert answer is not None, "the body read had no deadline"
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+
+
+def test_bodies_held_together_past_the_budget_get_503_with_retry_after(template: str) -> None:
+    size = 600 * 1024  # each under the 700 KiB body limit; two together over the 1 MiB budget
+    first = socket.create_connection(_addr(template))
+    try:
+        first.sendall(_head("/mcp", f"Authorization: Bearer {TOKEN_A}", length=size) + b"[" * (size - 10))
+        time.sleep(0.3)
+        second = _raw(template, _head("/mcp", f"Authorization: Bearer {TOKEN_B}", length=size) + b" " * size)
+        assert second.startswith(b"HTTP/1.1 503"), second[:120]
+        assert b"retry-after: 1" in second.lower()
+    finally:
+        first.close()
+    time.sleep(1.5)  # the first body's deadline passes and its bytes return to the budget
+    with HttpWire(template, token=TOKEN_A) as wire:
+        wire.initialize()
+        assert wire.request("ping")["result"] == {}
+
+
+@pytest.mark.parametrize("shape", ["batch", "containers"])
+def test_bodies_shaped_to_blow_up_the_parser_are_refused_before_parsing(template: str, shape: str) -> None:
+    body = (
+        b"[" + b"{}," * 200_000 + b"{}]"
+        if shape == "batch"
+        else b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b"[]," * 200_000 + b"[]]}}"
+    )
+    started = time.monotonic()
+    refused = httpx2.post(
+        template,
+        content=body[: 700 * 1024 - 10] if len(body) > 700 * 1024 else body,
+        headers={"Authorization": f"Bearer {TOKEN_A}", "Content-Type": "application/json"},
+    )
+    assert refused.status_code in (400, 413)
+    assert refused.json()["error"]["code"] == -32600
+    assert time.monotonic() - started < 3
+
+
+def test_the_configured_body_limit_is_the_limit(tmp_path: Path) -> None:
+    limit = 8 * 1024 * 1024
+    with (
+        spawn_http_server([*SERVERS["template"](tmp_path), "--max-body-bytes", str(limit)]) as (url, _p),
+        HttpWire(url) as wire,
+    ):
+        wire.initialize()
+        padded = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "ping",
+            "params": {"_meta": {"pad": "x" * (4 * 1024 * 1024 + 1)}},
+        }
+        answer = wire.post(json.dumps(padded).encode())
+        assert answer.status_code == 200, answer.text[:200]
+        over = wire.post(b" " * (limit + 1))
+        assert over.status_code == 413
+        assert over.json()["error"]["code"] == -32600
+
+
+def test_a_session_belongs_to_the_token_that_opened_it(template: str) -> None:
+    with HttpWire(template, token=TOKEN_A) as owner:
+        owner.initialize()
+        session = owner.session_id
+        assert session
+        with httpx2.Client(
+            headers={
+                "Authorization": f"Bearer {TOKEN_B}",
+                "Mcp-Session-Id": session,
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": owner.protocol_version or "",
+            }
+        ) as other:
+            assert other.post(template, json=PING).status_code == 404
+            assert other.delete(template).status_code == 404
+        assert owner.request("ping")["result"] == {}, "the other token's DELETE ended the owner's session"
+
+
+def test_sessions_are_capped_per_credential_and_in_total(template: str) -> None:
+    held: list[HttpWire] = []
+    try:
+        for _ in range(3):
+            wire = HttpWire(template, token=TOKEN_A)
+            wire.initialize()
+            held.append(wire)
+        with HttpWire(template, token=TOKEN_A) as fourth:
+            refused = fourth.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "x", "version": "1"},
+                    },
+                }
+            )
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"]
+        assert refused.json()["error"]["code"] == -32600
+        for _ in range(2):
+            wire = HttpWire(template, token=TOKEN_B)
+            wire.initialize()
+            held.append(wire)
+        with HttpWire(template, token=TOKEN_B) as over_total:
+            answer = over_total.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "x", "version": "1"},
+                    },
+                }
+            )
+        assert answer.status_code == 503
+        held.pop(0).close()  # DELETE: room again
+        with HttpWire(template, token=TOKEN_A) as again:
+            assert "result" in again.initialize()
+    finally:
+        for wire in held:
+            wire.close()
+
+
+def test_jwt_lifetime_scope_and_revocation(tmp_path: Path) -> None:
+    key, spare = _key(), _key()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [_jwk(key, "k1"), _jwk(spare, "k2")]}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    argv = [
+        *SERVERS["template"](tmp_path),
+        "--jwks-file",
+        str(jwks),
+        "--jwt-issuer",
+        ISSUER,
+        "--jwt-required-scope",
+        "notes",
+    ]
+
+    def token(signer: Any = key, kid: str = "k1", **claims: Any) -> str:
+        now = int(time.time())
+        payload = {"iss": ISSUER, "aud": url, "sub": "alice", "iat": now, "exp": now + 300, "scope": "notes", **claims}
+        return jwt.encode(
+            {k: v for k, v in payload.items() if v is not None}, signer, algorithm="RS256", headers={"kid": kid}
+        )
+
+    def status(value: str) -> httpx2.Response:
+        return httpx2.post(
+            url,
+            json=PING,
+            headers={"Authorization": f"Bearer {value}", "Accept": "application/json, text/event-stream"},
+        )
+
+    with spawn_http_server(argv, port=port):
+        assert status(token()).status_code != 401
+        assert status(token(exp=None)).status_code == 401, "a JWT without exp was accepted"
+        now = int(time.time())
+        assert status(token(iat=now, exp=now + 10 * 86_400)).status_code == 401, "a ten-day JWT was accepted"
+        scopeless = status(token(scope="other"))
+        assert scopeless.status_code == 403
+        assert 'error="insufficient_scope"' in scopeless.headers["www-authenticate"]
+        assert status(token(spare, "k2")).status_code != 401
+        jwks.write_text(json.dumps({"keys": [_jwk(key, "k1")]}))  # revoke k2
+        deadline = time.monotonic() + 10
+        while status(token(spare, "k2")).status_code != 401 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status(token(spare, "k2")).status_code == 401, "a removed key still verified tokens"
+
+
+def test_jwt_beyond_loopback_without_a_public_url_refuses_to_start(tmp_path: Path) -> None:
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [_jwk(_key(), "k1")]}))
+    argv = [
+        *SERVERS["template"](tmp_path),
+        "--transport",
+        "http",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(free_port()),
+        "--jwks-file",
+        str(jwks),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--public-url" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def db_for_two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("fair")
+    tokens = tmp / "tokens"
+    tokens.write_text(f"{TOKEN_A}\n{TOKEN_B}\n")
+    argv = [
+        *SERVERS["db"](tmp),
+        "--auth-token-file",
+        str(tokens),
+        "--max-queued-calls-per-client",
+        "4",
+        "--call-timeout-s",
+        "2",
+    ]
+    with spawn_http_server(argv) as (url, _process):
+        yield url
+
+
+def _query(url: str, token: str, sql: str) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    with HttpWire(url, token=token) as wire:
+        wire.initialize()
+        answer = wire.request("tools/call", {"name": "run_query", "arguments": {"sql": sql}})
+    return answer, time.monotonic() - started
+
+
+def test_one_clients_slow_and_abandoned_calls_do_not_make_another_wait(db_for_two: str) -> None:
+    with ThreadPoolExecutor(16) as pool:
+        flood = [pool.submit(_query, db_for_two, TOKEN_A, SLOW_SQL) for _ in range(14)]
+        time.sleep(1.0)
+        answer, waited = _query(db_for_two, TOKEN_B, "SELECT 1 AS one")
+        floods = [f.result() for f in flood]
+    assert answer["result"]["structuredContent"]["rows"] == [[1]]
+    assert waited < 2.5, f"another client's SELECT 1 waited {waited:.1f} s behind the flood"
+    texts = [a["result"]["content"][0]["text"] for a, _ in floods]
+    assert any("Too many calls from this client" in t for t in texts), "no call was turned away past the queue"
+    assert any("did not finish within 2 s" in t for t in texts)
+    # The abandoned calls were cancelled in SQLite: the flood's client is served again at once.
+    answer, waited = _query(db_for_two, TOKEN_A, "SELECT 2 AS two")
+    assert answer["result"]["structuredContent"]["rows"] == [[2]]
+    assert waited < 2.5
+
+
+def test_the_hostile_module_speaks_to_every_server_front(tmp_path: Path) -> None:
+    """The connection-level bounds are the helpers': every server's front answers a slow header the same way."""
+    for name in sorted(SERVERS):
+        (tmp_path / name).mkdir()
+        with spawn_http_server([*SERVERS[name](tmp_path / name), "--header-timeout-s", "1"]) as (url, _process):
+            with socket.create_connection(_addr(url)) as sock:
+                sock.sendall(b"POST /mcp HTTP/1.1\r\n")
+                answer = _closed_within(sock, 6)
+            assert answer is not None, name
+            assert answer.startswith(b"HTTP/1.1 408"), (name, answer)
+            over = _raw(url, _head("/mcp", "X-Pad: " + "p" * 40_000, length=2) + b"{}")
+            assert over.startswith(b"HTTP/1.1 431"), name
+
+
