@@ -395,5 +395,3 @@ def test_the_hostile_module_speaks_to_every_server_front(tmp_path: Path) -> None
             assert answer.startswith(b"HTTP/1.1 408"), (name, answer)
             over = _raw(url, _head("/mcp", "X-Pad: " + "p" * 40_000, length=2) + b"{}")
             assert over.startswith(b"HTTP/1.1 431"), name
-
-
