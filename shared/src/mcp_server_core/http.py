@@ -248,10 +248,10 @@ class RequestGuard:
         from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 
         user = scope.get("user")
-        owner = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        if not isinstance(user, AuthenticatedUser):
+            return True  # without auth nothing tells clients apart: only the total cap (max_sessions) applies
+        owner = authorization_context(user)
         held = sum(1 for each in list(manager._session_owners.values()) if each == owner)
-        if owner is None:
-            held = len(manager._server_instances) - len(manager._session_owners)
         if held < self.settings.max_sessions_per_client:
             return True
         message = (
