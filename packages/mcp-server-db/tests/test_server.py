@@ -206,7 +206,9 @@ def test_many_concurrent_reads_on_sqlite_each_get_their_own_rows() -> None:
     # Forty calls in flight at once, each on its own worker thread: SQLAlchemy's default pool for SQLite
     # (SingletonThreadPool) closed connections other threads still used and the process died of SIGSEGV.
     slow = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 20000) SELECT :n, count(*) FROM r"
-    with StdioWire(python_module("mcp_server_db", "--schema-poll-s", "0")) as wire:
+    # All forty at once: the per-client limit (4 running by default) is raised to let them.
+    argv = python_module("mcp_server_db", "--schema-poll-s", "0", "--max-calls-per-client", "40")
+    with StdioWire(argv) as wire:
         wire.initialize()
         ids = range(500, 540)
         for n in ids:
