@@ -81,6 +81,10 @@ bench: install ## Benchmarks, each server beside its anchor in one run; writes b
 	$(UV) run --no-sync python bench/github.py
 	$(UV) run --no-sync python bench/filesystem.py
 
+.PHONY: bench-hostile
+bench-hostile: install ## One HTTP process under hostile clients: held connections, memory, a real client's latency
+	$(UV) run --no-sync python bench/http_hostile.py
+
 .PHONY: bench-http
 bench-http: install ## Streamable HTTP under load: 1/16/64 sessions, 1 and 2 workers; writes bench/results-http.md
 	$(UV) run --no-sync python bench/http_load.py
