@@ -77,6 +77,7 @@ bundles: install bundle-deps ## MCP Bundles (.mcpb) of the local servers for one
 bench: install ## Benchmarks, each server beside its anchor in one run; writes bench/results*.md
 	$(UV) run --no-sync python bench/run.py
 	$(UV) run --no-sync python bench/db.py
+	$(UV) run --no-sync python bench/db_bounds.py
 	$(UV) run --no-sync python bench/slack.py
 	$(UV) run --no-sync python bench/github.py
 	$(UV) run --no-sync python bench/filesystem.py

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
 from mcp_server_core import (
@@ -224,7 +224,8 @@ def query_toolset(db: Database) -> Toolset:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
                 else:
-                    result = db.stream(connection, statement, params, buffer=min(limit + 1, 100))
+                    # Ten rows at a time: a page rarely needs more than its budget's worth, and a row can be 1 MB.
+                    result = db.stream(connection, statement, params, buffer=FETCH_ROWS)
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
             columns = list(map(str, result.keys()))
@@ -235,7 +236,7 @@ def query_toolset(db: Database) -> Toolset:
             lines: list[str] = []  # each row's text line, measured here and rendered as is
             text_used = structured_used = 0
             more = cut = False
-            for row in result.fetchmany(limit + 1):
+            for row in _rows(result, limit + 1):
                 if len(rows) == limit:
                     more = True
                     break
@@ -310,6 +311,18 @@ def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
         return Executed(rows_affected=affected, returned=returned)
 
     return toolset
+
+
+FETCH_ROWS = 10
+
+
+def _rows(result: Any, most: int) -> Iterator[Any]:
+    """Up to `most` rows, fetched `FETCH_ROWS` at a time, so stopping early leaves the rest unread."""
+    taken = 0
+    while taken < most and (batch := result.fetchmany(min(FETCH_ROWS, most - taken))):
+        for row in batch:
+            taken += 1
+            yield row
 
 
 def _explain_sql(db: Database, statement: str) -> str:

@@ -161,6 +161,9 @@ class StdioWire:
         return message
 
     def response_to(self, request_id: Any, *, timeout: float = 15.0) -> Message:
+        for index, earlier in enumerate(self.other_responses):  # it came while another answer was awaited
+            if earlier.get("id") == request_id:
+                return self.other_responses.pop(index)
         deadline = time.monotonic() + timeout
         while True:
             message = self.receive(timeout=max(deadline - time.monotonic(), 0.01))
