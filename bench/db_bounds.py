@@ -27,7 +27,9 @@ SHAPES = {
         "1,000 rows of 1 MB": "SELECT g, repeat('x', 1000000) AS mb FROM generate_series(1, 1000) g",
     },
     "SQLite": {
-        "10 M rows": "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10000000) SELECT n FROM c",
+        "10 M rows": (
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10000000) SELECT n FROM c"
+        ),
         "one 20 MB cell": "SELECT hex(zeroblob(10000000)) AS big",
         "1,000 rows of 1 MB": (
             "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
@@ -89,8 +91,9 @@ def main() -> None:
             *[f"| {' | '.join(row)} |" for row in rows],
         ]
     )
+    when = time.strftime("%Y-%m-%d")
     (ROOT / "bench" / "results-db-bounds.md").write_text(
-        f"# Huge results, bounded\n\n`uv run python bench/db_bounds.py`, {time.strftime('%Y-%m-%d')}, 2 cores.\n\n{table}\n"
+        f"# Huge results, bounded\n\n`uv run python bench/db_bounds.py`, {when}, 2 cores.\n\n{table}\n"
     )
     print(table)
 

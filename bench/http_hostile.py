@@ -8,6 +8,7 @@ legitimate client's `run_query` latency (p50 / max of 20 calls, each on a fresh 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import statistics
@@ -16,7 +17,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,10 +74,8 @@ def slowloris(url: str, count: int, stop: threading.Event) -> list[socket.socket
     def dribble() -> None:
         while not stop.wait(0.5):
             for sock in socks:
-                try:
+                with contextlib.suppress(OSError):  # the server closed it: that is the point
                     sock.sendall(b"X: 1\r\n")
-                except OSError:
-                    pass
 
     threading.Thread(target=dribble, daemon=True).start()
     return socks
@@ -98,10 +96,8 @@ def endless_bodies(url: str, count: int, stop: threading.Event) -> list[socket.s
         chunk = b"10000\r\n" + b" " * 0x10000 + b"\r\n"
         while not stop.wait(0.2):
             for sock in socks:
-                try:
+                with contextlib.suppress(OSError):
                     sock.sendall(chunk)
-                except OSError:
-                    pass
 
     threading.Thread(target=feed, daemon=True).start()
     return socks
@@ -140,7 +136,7 @@ def query_flood(url: str, count: int, stop: threading.Event) -> list[socket.sock
                     answer = wire.request("tools/call", {"name": "run_query", "arguments": {"sql": SLOW_SQL}})
                     if "Too many calls" in json.dumps(answer):
                         stop.wait(1.0)
-            except Exception:  # noqa: BLE001 - refused or cut: the flood goes on after the Retry-After
+            except Exception:  # refused or cut: the flood goes on after the Retry-After
                 stop.wait(1.0)
 
     for _ in range(count):
