@@ -86,7 +86,8 @@ def main() -> None:
                 print(rows[-1], flush=True)
     table = "\n".join(
         [
-            "| engine | result | answer bytes (JSON-RPC) | peak RSS growth MiB | answered within s | ping during it ms |",
+            "| engine | result | answer bytes (JSON-RPC) | peak RSS growth MiB | answered within s "
+            "| ping during it ms |",
             "|---|---|---|---|---|---|",
             *[f"| {' | '.join(row)} |" for row in rows],
         ]
