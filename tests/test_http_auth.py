@@ -104,7 +104,16 @@ def test_no_token_gets_a_challenge_without_an_error(server: Server) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["expired", "wrong_audience", "wrong_issuer", "foreign_key", "unknown_kid", "tampered", "no_expiry_in_past"],
+    [
+        "expired",
+        "wrong_audience",
+        "wrong_issuer",
+        "foreign_key",
+        "unknown_kid",
+        "tampered",
+        "no_expiry_in_past",
+        "wrong_static_token",
+    ],
 )
 def test_a_bad_token_gets_401_invalid_token(server: Server, case: str) -> None:
     now = int(time.time())
@@ -116,6 +125,7 @@ def test_a_bad_token_gets_401_invalid_token(server: Server, case: str) -> None:
         "unknown_kid": lambda: server.token(key=_key(), kid="k-unknown"),
         "tampered": lambda: _tamper(server.token()),
         "no_expiry_in_past": lambda: server.token(exp=None, nbf=now + 3600),
+        "wrong_static_token": lambda: "static-" + "w" * 40,  # a client can tell a bad token from a missing one
     }
     challenge = _challenge(server.post(tokens[case]()))
     assert 'error="invalid_token"' in challenge

@@ -84,7 +84,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
 
     - an optional field that defaults to null is advertised as its plain type (not required, no default);
     - output schemas drop `additionalProperties: false`, which only constrains the server;
-    - `additionalProperties: true` on an object is JSON Schema's default, so it goes.
+    - `additionalProperties: true` on an object is JSON Schema's default, so it goes;
+    - so does `items: {}` (any item), which some clients also warn about as a schema with no keyword.
     """
 
     def walk(node: Any) -> Any:
@@ -102,6 +103,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
             del node["additionalProperties"]
         if node.get("type") == "object" and node.get("additionalProperties") is True:
             del node["additionalProperties"]
+        if node.get("type") == "array" and node.get("items") == {}:
+            del node["items"]
         return node
 
     compacted: dict[str, Any] = walk(schema)

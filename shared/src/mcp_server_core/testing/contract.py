@@ -90,6 +90,25 @@ class ContractSuite:
             for hint in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
                 assert isinstance(getattr(hints, hint), bool), f"{tool.name}: {hint} missing"
 
+    async def test_no_schema_holds_a_keywordless_subschema(self, client: Client[Any]) -> None:
+        """`items: {}` means any item, and clients (the MCP Inspector) warn about it: say nothing instead."""
+
+        def empty_parts(node: Any, where: str) -> list[str]:
+            found = []
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if key in ("items", "additionalProperties") and value == {}:
+                        found.append(f"{where}.{key}")
+                    found += empty_parts(value, f"{where}.{key}")
+            elif isinstance(node, list):
+                for index, value in enumerate(node):
+                    found += empty_parts(value, f"{where}[{index}]")
+            return found
+
+        for tool in await client.list_tools():
+            problems = empty_parts(tool.input_schema, "input") + empty_parts(tool.output_schema or {}, "output")
+            assert not problems, f"{tool.name}: {problems}"
+
     async def test_tool_names_are_snake_case_verb_noun(self, client: Client[Any]) -> None:
         for tool in await client.list_tools():
             assert _NAME.match(tool.name), tool.name
