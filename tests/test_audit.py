@@ -86,3 +86,17 @@ def test_over_http_the_principal_is_never_the_token_and_arguments_are_opt_in(tmp
     assert line["principal"] != "local"
     assert TOKEN not in audit.read_text()
     assert json.loads(line["arguments"])["name"] == "n"
+
+
+def test_a_database_write_names_its_table(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    with StdioWire([*SERVERS["db"](tmp_path), "--audit-log", str(audit)]) as wire:
+        wire.initialize()
+        sql = "CREATE TABLE audited_table (id INTEGER PRIMARY KEY)"
+        assert (
+            wire.request("tools/call", {"name": "execute_statement", "arguments": {"sql": sql}})["result"]["isError"]
+            is False
+        )
+        wire.close()
+    (line,) = _lines(audit)
+    assert line["targets"] == ["table:audited_table"]

@@ -39,6 +39,8 @@ def test_metrics_count_calls_by_tool_and_outcome_behind_the_endpoints_token(tmp_
         wire.request("tools/call", {"name": "no_such_tool", "arguments": {}})
         wire.request("resources/read", {"uri": "note://a"})
         endpoint = url.removesuffix("/mcp") + "/metrics"
+        httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Authorization": "Bearer nope"})
         anonymous = httpx2.get(endpoint)
         scraped = httpx2.get(endpoint, headers={"Authorization": f"Bearer {TOKEN}"})
     assert anonymous.status_code == 401
@@ -53,6 +55,8 @@ def test_metrics_count_calls_by_tool_and_outcome_behind_the_endpoints_token(tmp_
     assert _value(samples, calls, method="resources/read", name="note", outcome="ok") == 1, "a URI's scheme only"
     assert _value(samples, "mcp_request_duration_seconds_count", method="tools/call") == 3
     assert _value(samples, "mcp_requests_in_flight", method="tools/call") == 0
+    assert _value(samples, "mcp_auth_failures_total", reason="missing_token") >= 1
+    assert _value(samples, "mcp_auth_failures_total", reason="invalid_token") == 1
 
 
 def test_metrics_sum_every_worker(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from mcp_server_core.auth import BearerTokens, auth_provider
 from mcp_server_core.auth import is_loopback_host as is_loopback
 from mcp_server_core.health import add_health_routes
 from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
-from mcp_server_core.metrics import add_metrics_route
+from mcp_server_core.metrics import add_metrics_route, record_auth_failure
 from mcp_server_core.server import ReferenceServer
 from mcp_server_core.settings import ServerSettings
 
@@ -304,17 +304,32 @@ class AuthorizationHeaderGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            values = [value for name, value in scope["headers"] if name == b"authorization"]
-            if len(values) > 1:
-                message = "Invalid Request: send one Authorization header."
-                await _send_error(send, 400, error_message(None, INVALID_REQUEST, message))
-                return
-            if values and len(values[0]) > MAX_AUTHORIZATION_BYTES:
-                message = f"Invalid Request: the Authorization header is over {MAX_AUTHORIZATION_BYTES:,} bytes."
-                await _send_error(send, 431, error_message(None, INVALID_REQUEST, message), close=True)
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        values = [value for name, value in scope["headers"] if name == b"authorization"]
+        if len(values) > 1:
+            record_auth_failure("duplicate_header")
+            message = "Invalid Request: send one Authorization header."
+            await _send_error(send, 400, error_message(None, INVALID_REQUEST, message))
+            return
+        if values and len(values[0]) > MAX_AUTHORIZATION_BYTES:
+            record_auth_failure("oversized_header")
+            message = f"Invalid Request: the Authorization header is over {MAX_AUTHORIZATION_BYTES:,} bytes."
+            await _send_error(send, 431, error_message(None, INVALID_REQUEST, message), close=True)
+            return
+
+        async def counting(message: Message) -> None:
+            # The endpoint's refusals, by reason, for mcp_auth_failures_total (metrics.py).
+            if message["type"] == "http.response.start" and message["status"] in (401, 403):
+                challenge = dict(message.get("headers", [])).get(b"www-authenticate", b"")
+                if message["status"] == 401:
+                    record_auth_failure("invalid_token" if values else "missing_token")
+                elif b"insufficient_scope" in challenge:
+                    record_auth_failure("insufficient_scope")
+            await send(message)
+
+        await self.app(scope, receive, counting)
 
 
 def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp:

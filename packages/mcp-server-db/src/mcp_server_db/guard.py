@@ -31,7 +31,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from mcp_server_db.functions import ALLOWED_NAMES, NEVER, SAFE_TYPED
 
-__all__ = ["DIALECTS", "check_one_statement", "check_read_only"]
+__all__ = ["DIALECTS", "check_one_statement", "check_read_only", "written_tables"]
 
 HINT = "Send one SELECT (or WITH ... SELECT, or EXPLAIN SELECT); the server is read-only."
 
@@ -232,3 +232,13 @@ def check_one_statement(sql: str, dialect: str) -> str:
             hint="Send the statement alone.",
         )
     return sql.strip().rstrip(";")
+
+
+def written_tables(sql: str, dialect: str) -> list[str]:
+    """The tables a write statement names (for its audit line); empty when it names none sqlglot can see."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECTS.get(dialect, dialect))
+    except (ParseError, TokenError):
+        return []
+    names = [table.sql(dialect=DIALECTS.get(dialect, dialect)) for table in tree.find_all(exp.Table) if table.name]
+    return list(dict.fromkeys(names))[:20]

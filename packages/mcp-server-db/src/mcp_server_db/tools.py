@@ -13,6 +13,7 @@ from mcp_server_core import (
     Limit,
     Rendered,
     Toolset,
+    audit_target,
     decode_cursor,
     encode_cursor,
 )
@@ -33,7 +34,7 @@ from mcp_server_db.catalog import (
 )
 from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
-from mcp_server_db.guard import check_one_statement, check_read_only
+from mcp_server_db.guard import check_one_statement, check_read_only, written_tables
 
 Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
@@ -300,6 +301,8 @@ def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
     def execute_statement(sql: str, params: dict[str, Any] | None = None) -> Executed:
         """Use to run one INSERT, UPDATE, DELETE or DDL statement; it commits, or changes nothing."""
         statement = check_one_statement(sql, db.dialect)
+        for table in written_tables(statement, db.dialect):
+            audit_target(f"table:{table}")  # what the write changes, in its call's audit line
         with db.connect(write=True) as connection:
             try:
                 result = db.execute(connection, statement, params)

@@ -35,6 +35,8 @@ from mcp_server_core import (
     encode_cursor,
     take_within_budget,
 )
+from mcp_server_core.audit import audit_target
+from mcp_server_core.metrics import record_rate_limit_wait
 from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
@@ -105,7 +107,9 @@ class BoundedRetry(Retry):
         if response is not None and response.status in (403, 429):
             wait = rate_limit_wait(response.headers)
             if wait:
-                time.sleep(min(wait, self.max_wait))
+                waited = min(wait, self.max_wait)
+                record_rate_limit_wait("github", waited)  # mcp_rate_limit_wait_seconds_total on /metrics
+                time.sleep(waited)
             return
         super().sleep(response)
 
@@ -197,6 +201,8 @@ class GitHubApi:
     ) -> Response:
         """One request; a failure becomes a `ToolFailure` saying what to do."""
         self.check_path(path, params)
+        if verb != "GET" and (repository := _REPO_PATH.match(path)):
+            audit_target(f"github:{repository['owner']}/{repository['repo']}")  # a write's target, for its audit line
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         headers = {"Accept": accept or "application/vnd.github+json"}
         key = ""

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
 from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
+from mcp_server_core.audit import audit_target
+from mcp_server_core.metrics import record_rate_limit_wait
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import (
@@ -67,6 +70,9 @@ def retry_after_of(headers: Any, default: float = 1.0) -> float:
     return default
 
 
+_WRITES = frozenset({"chat.postMessage", "chat.update", "chat.delete", "reactions.add", "reactions.remove"})
+
+
 class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
     """slack-sdk's 429 handler (one retry after Retry-After), only when the wait fits the budget.
 
@@ -89,6 +95,20 @@ class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
         if response is None or response.status_code != 429:
             return False
         return retry_after_of(response.headers) <= self.max_wait_s
+
+    def prepare_for_next_attempt(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        started = time.monotonic()
+        try:
+            super().prepare_for_next_attempt(state=state, request=request, response=response, error=error)
+        finally:  # the Retry-After slept through, on mcp_rate_limit_wait_seconds_total
+            record_rate_limit_wait("slack", time.monotonic() - started)
 
 
 class SlackApi:
@@ -148,6 +168,8 @@ class SlackApi:
         """
         client = self._clients[self.token_kind(method)]
         args = {key: value for key, value in params.items() if value is not None}
+        if method in _WRITES and args.get("channel"):
+            audit_target(f"slack:{args['channel']}")  # what a write changes, in its call's audit line
         with self._lock:
             self.calls[method] += 1
         try:
