@@ -236,3 +236,14 @@ def test_a_missing_resource_is_invalid_params_whether_or_not_a_template_matches(
     for answer, asked in ((templated, uri), (unmatched, "nothing://here")):
         assert answer["error"]["code"] == INVALID_PARAMS, answer
         assert answer["error"]["data"] == {"uri": asked}
+
+
+def test_each_failed_call_log_line_says_which_side_failed(tmp_path: Path) -> None:
+    with StdioWire([*SERVERS["template"](tmp_path), "--log-level", "INFO"]) as wire:
+        wire.initialize()
+        wire.request("tools/call", {"name": "read_note", "arguments": {"name": "missing"}})
+        wire.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+        assert wire.close() == 0
+        stderr = wire.stderr
+    assert "[tool failure] Error calling tool 'read_note'" in stderr, stderr
+    assert "[protocol error -32602] tools/call" in stderr, stderr

@@ -111,7 +111,13 @@ class AuditTrail:
         writing = logger.isEnabledFor(logging.INFO)
         metrics = self.metrics
         if subject_key is None or not (writing or metrics):
-            return await call_next(ctx)
+            try:
+                return await call_next(ctx)
+            except MCPError as exc:  # the log says which side failed, audited or not
+                logging.getLogger("mcp_server_core.server").info(
+                    "[protocol error %d] %s: %s", exc.error.code, ctx.method, exc
+                )
+                raise
         note = AuditNote()
         token = _note.set(note)
         started = time.perf_counter()
@@ -125,6 +131,7 @@ class AuditTrail:
             return result
         except MCPError as exc:
             outcome, code = "protocol_error", exc.error.code
+            logging.getLogger("mcp_server_core.server").info("[protocol error %d] %s: %s", code, ctx.method, exc)
             raise
         except asyncio.CancelledError:
             outcome = "cancelled"

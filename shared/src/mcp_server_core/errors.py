@@ -133,8 +133,28 @@ def redact(text: str) -> str:
     return text
 
 
+_FAILED_CALL = ("Error calling tool", "Error reading resource", "Error rendering prompt")
+_SIDE_BY_LEVEL = {
+    logging.DEBUG: "tool failure",
+    logging.INFO: "tool failure",
+    logging.WARNING: "upstream failure",
+    logging.ERROR: "internal bug",
+    logging.CRITICAL: "internal bug",
+}
+
+
 class RedactingFormatter(logging.Formatter):
-    """Formats a record, traceback included, then redacts it: secrets never reach the log."""
+    """Formats a record, traceback included, then redacts it: secrets never reach the log.
+
+    A failed call's line says which side failed: fastmcp logs it at the level its exception carries (the
+    family's: a tool failure the model can act on at INFO, an upstream's at WARNING, errors.py), and an
+    unexpected exception at ERROR with its traceback: an internal bug. Protocol errors are logged with their
+    code by the audit middleware.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.name.startswith("fastmcp") and message.startswith(_FAILED_CALL):
+            side = _SIDE_BY_LEVEL.get(record.levelno, "internal bug")
+            record = logging.makeLogRecord({**record.__dict__, "msg": f"[{side}] {message}", "args": None})
         return redact(super().format(record))
