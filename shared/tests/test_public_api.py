@@ -37,6 +37,7 @@ PUBLIC = [
     "encode_cursor",
     "redact",
     "register_secret",
+    "report_progress",
     "run",
     "take_within_budget",
     "tool",

@@ -570,3 +570,21 @@ async def test_a_name_that_is_not_utf8_is_shown_escaped_and_can_be_named_back(
     failed, _ = await call(client, "delete_path", path="caf\\xe9.txt")
     assert not failed
     assert not (root / raw).exists()
+
+
+async def test_a_search_reports_progress_to_a_client_that_asked(root: Path, make_server: Any) -> None:
+    for n in range(300):
+        (root / f"file{n}.txt").write_text(f"line {n}\n")
+    heard: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, message))
+
+    async with Client(make_server(root)) as client:
+        found = await client.call_tool("search_text", {"query": "line 299"}, progress_handler=on_progress)
+        silent = len(heard)
+        await client.call_tool("search_text", {"query": "line 299"})  # no progress token: nothing is sent
+    assert "file299.txt" in "\n".join(getattr(block, "text", "") for block in found.content)
+    assert silent >= 1, "no progress was reported"
+    assert len(heard) == silent
+    assert "files searched" in str(heard[0][1])

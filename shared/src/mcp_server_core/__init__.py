@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         register_secret,
     )
     from mcp_server_core.notifications import ChangeHub
+    from mcp_server_core.progress import report_progress
     from mcp_server_core.resources import ResourceSet
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
@@ -72,6 +73,7 @@ _EXPORTS = {
     "redact": "errors",
     "register_secret": "errors",
     "ChangeHub": "notifications",
+    "report_progress": "progress",
     "ResourceSet": "resources",
     "ReferenceServer": "server",
     "ServerSettings": "settings",
@@ -108,6 +110,7 @@ __all__ = [
     "encode_cursor",
     "redact",
     "register_secret",
+    "report_progress",
     "run",
     "take_within_budget",
     "tool",

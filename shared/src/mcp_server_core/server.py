@@ -44,6 +44,7 @@ from mcp_server_core.errors import NotFound, did_you_mean, redact
 from mcp_server_core.health import Readiness
 from mcp_server_core.identity import caller
 from mcp_server_core.notifications import ChangeHub
+from mcp_server_core.progress import start_reporting, stop_reporting
 from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
 from mcp_server_core.tracing import annotate_call
 
@@ -291,6 +292,7 @@ class ReferenceServer(FastMCP[Any]):
         running finishes on its own with nobody waiting for its result.
         """
         abandonment, token = watch_call()  # before the task: it and its worker thread copy this context
+        progress = start_reporting()  # report_progress() from the tool reaches this call's client
         try:
             if self.call_timeout_s is None:
                 try:
@@ -323,6 +325,7 @@ class ReferenceServer(FastMCP[Any]):
                 raise
         finally:
             unwatch_call(token)
+            stop_reporting(progress)
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_server_core import InvalidArgument
+from mcp_server_core import InvalidArgument, cancel_on_abandon, report_progress
 
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import SNIFF_BYTES
@@ -163,7 +165,25 @@ def search_files(
     prefix = "" if start.shown == "." else start.shown.rstrip("/") + "/"
     entries = walk(box, start, options, after=after, inclusive=resume is not None)
     wanted = (e for e in entries if e.kind == "file" and (include is None or include.match(e.rel)))
+    abandoned = threading.Event()
+    with cancel_on_abandon(abandoned.set):  # a call its client cancelled, or past its deadline, stops walking
+        return _search_entries(box, wanted, query, prefix, skip, limit, outcome, abandoned)
+
+
+def _search_entries(
+    box: Sandbox,
+    wanted: Iterator[Any],
+    query: _Query,
+    prefix: str,
+    skip: int,
+    limit: int,
+    outcome: SearchOutcome,
+    abandoned: threading.Event,
+) -> SearchOutcome:
     for entry in wanted:
+        if abandoned.is_set():
+            return outcome
+        report_progress(outcome.files_searched, message=f"{outcome.files_searched:,} files searched")
         try:
             fd = os.open(entry.name, _READ_FLAGS, dir_fd=entry.parent_fd)
         except OSError:
