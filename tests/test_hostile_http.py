@@ -32,6 +32,13 @@ pytestmark = pytest.mark.serial
 TOKEN_A = "hostile-a-" + "a" * 40
 TOKEN_B = "hostile-b-" + "b" * 40
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+}
+"""What opens a session: the caps answer it before a session exists."""
 SLOW_SQL = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 30000000) SELECT count(*) FROM c"
 
 
@@ -234,18 +241,7 @@ def test_sessions_are_capped_per_credential_and_in_total(template: str) -> None:
             wire.initialize()
             held.append(wire)
         with HttpWire(template, token=TOKEN_A) as fourth:
-            refused = fourth.post(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "x", "version": "1"},
-                    },
-                }
-            )
+            refused = fourth.post(INITIALIZE)
         assert refused.status_code == 429
         assert refused.headers["retry-after"]
         assert refused.json()["error"]["code"] == -32600
@@ -254,18 +250,7 @@ def test_sessions_are_capped_per_credential_and_in_total(template: str) -> None:
             wire.initialize()
             held.append(wire)
         with HttpWire(template, token=TOKEN_B) as over_total:
-            answer = over_total.post(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "x", "version": "1"},
-                    },
-                }
-            )
+            answer = over_total.post(INITIALIZE)
         assert answer.status_code == 503
         held.pop(0).close()  # DELETE: room again
         with HttpWire(template, token=TOKEN_A) as again:
