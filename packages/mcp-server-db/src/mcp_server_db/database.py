@@ -66,7 +66,7 @@ def _role_powers(dialect: str, dbapi_connection: Any) -> list[str]:
         if dialect == "postgresql":
             cursor.execute(
                 "SELECT rolsuper, rolreplication, rolcreaterole, ARRAY(SELECT b.rolname FROM pg_roles b "
-                "WHERE b.rolname = ANY(%s) AND pg_has_role(current_user, b.oid, 'USAGE') ORDER BY 1) "
+                "WHERE b.rolname = ANY(%s) AND pg_has_role(current_user, b.oid, 'MEMBER') ORDER BY 1) "
                 "FROM pg_roles WHERE rolname = current_user",
                 (list(_PG_POWERS),),
             )
