@@ -114,9 +114,7 @@ class AuditTrail:
             try:
                 return await call_next(ctx)
             except MCPError as exc:  # the log says which side failed, audited or not
-                logging.getLogger("mcp_server_core.server").info(
-                    "[protocol error %d] %s: %s", exc.error.code, ctx.method, exc
-                )
+                _log_protocol_error(ctx, exc)
                 raise
         note = AuditNote()
         token = _note.set(note)
@@ -131,7 +129,7 @@ class AuditTrail:
             return result
         except MCPError as exc:
             outcome, code = "protocol_error", exc.error.code
-            logging.getLogger("mcp_server_core.server").info("[protocol error %d] %s: %s", code, ctx.method, exc)
+            _log_protocol_error(ctx, exc)
             raise
         except asyncio.CancelledError:
             outcome = "cancelled"
@@ -190,6 +188,10 @@ class AuditTrail:
         if self.include_arguments:
             line["arguments"] = redact(canonical[:_MAX_ARGUMENT_CHARS])
         logger.info(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+
+
+def _log_protocol_error(ctx: ServerRequestContext[Any, Any], exc: MCPError) -> None:
+    logging.getLogger("mcp_server_core.server").info("[protocol error %d] %s: %s", exc.error.code, ctx.method, exc)
 
 
 def _is_error(result: HandlerResult) -> bool:
