@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
     from mcp_server_core.toolsets import SessionsUnavailable, Toolset
+    from mcp_server_core.tracing import upstream_span
 
 _EXPORTS = {
     "audit_target": "audit",
@@ -79,6 +80,7 @@ _EXPORTS = {
     "ServerSettings": "settings",
     "SessionsUnavailable": "toolsets",
     "Toolset": "toolsets",
+    "upstream_span": "tracing",
 }
 
 __all__ = [
@@ -114,6 +116,7 @@ __all__ = [
     "run",
     "take_within_budget",
     "tool",
+    "upstream_span",
 ]
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
 
-__all__ = ["annotate_call", "configure_tracing"]
+__all__ = ["annotate_call", "configure_tracing", "upstream_span"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,3 +88,31 @@ def annotate_call(toolset: str | None, outcome: str, *, category: str | None = N
     if size is not None:
         attributes["mcp.result.bytes"] = size
     span.set_attributes(attributes)
+
+
+_tracer = trace.get_tracer("mcp_server_core")
+
+
+@contextmanager
+def upstream_span(system: str, operation: str, **attributes: str | int | bool) -> Iterator[None]:
+    """A child span of the current call for one request to the upstream (a statement, an API request).
+
+    `system` names the upstream (`postgresql`, `github`, `slack`), `operation` what was asked of it (a statement
+    kind, `GET /repos/{owner}/{repo}/issues`, `conversations.history`): templates and names, never values, so
+    no argument or secret becomes an attribute. An exception marks the span as failed with its type only.
+    Without a configured tracer provider the span is a no-op and costs a function call.
+    """
+    with _tracer.start_as_current_span(
+        f"{system} {operation}",
+        kind=trace.SpanKind.CLIENT,
+        attributes={"mcp.upstream": system, "mcp.upstream.operation": operation, **attributes},
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield
+        except BaseException as exc:
+            if span.is_recording():
+                span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
+                span.set_attribute("error.type", type(exc).__name__)
+            raise
