@@ -82,6 +82,10 @@ bench: install ## Benchmarks, each server beside its anchor in one run; writes b
 	$(UV) run --no-sync python bench/github.py
 	$(UV) run --no-sync python bench/filesystem.py
 
+.PHONY: bench-tokens
+bench-tokens: install ## Tokens per track (MCP, command line + Skill, shell) for the same tasks; bench/results-tokens.md
+	$(UV) run --no-sync python bench/tokens.py
+
 .PHONY: bench-hostile
 bench-hostile: install ## One HTTP process under hostile clients: held connections, memory, a real client's latency
 	$(UV) run --no-sync python bench/http_hostile.py

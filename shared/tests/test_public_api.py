@@ -15,6 +15,7 @@ PUBLIC = [
     "DEFAULT_BUDGET",
     "InvalidArgument",
     "Limit",
+    "Media",
     "NotFound",
     "RateLimited",
     "ReferenceServer",
@@ -30,6 +31,7 @@ PUBLIC = [
     "Unavailable",
     "__version__",
     "audit_target",
+    "call_context",
     "cancel_on_abandon",
     "cut_to_budget",
     "decode_cursor",
@@ -41,6 +43,7 @@ PUBLIC = [
     "run",
     "take_within_budget",
     "tool",
+    "upstream_span",
 ]
 
 TESTING = [

@@ -27,12 +27,12 @@ from datetime import UTC, datetime
 from logging.handlers import WatchedFileHandler
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
 from mcp_server_core.errors import redact
 from mcp_server_core.identity import caller
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.shared.exceptions import MCPError
 
 if TYPE_CHECKING:
     from mcp_server_core.metrics import CallMetrics
@@ -107,6 +107,10 @@ class AuditTrail:
         """Counts the same outcomes for Prometheus, once the HTTP transport turns metrics on."""
 
     async def record(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # The SDK is imported here, not with the module: tools name their audit targets on the command-line
+        # track too, which never loads the SDK.
+        from mcp.shared.exceptions import MCPError
+
         subject_key = AUDITED.get(ctx.method)
         writing = logger.isEnabledFor(logging.INFO)
         metrics = self.metrics
@@ -215,6 +219,8 @@ def _principal() -> str:
 
 def _client(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> dict[str, str] | None:
     info: Any = None
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         info = ((params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")) or None
     elif ctx.session.client_params is not None:

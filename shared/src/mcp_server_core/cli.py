@@ -3,6 +3,7 @@
     mcp-server-X [server arguments] [--transport stdio|http] [--host H] [--port P] [--stateless]
                  [--workers N] [--read-only] [--toolsets a,b|all|default] [--log-level L]
                  [--print-config claude|cursor|vscode]
+    mcp-server-X [server arguments] tools | call TOOL [ARGS] | skill     the command-line track (commands.py)
 
 Every option is also a setting in the environment under the server's prefix (`MCP_DB_READ_ONLY=1`); the
 command line wins. Bearer tokens come from the environment or a file, never from argv, where `ps` shows them.
@@ -15,16 +16,21 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr, ValidationError
 
-from mcp_server_core.server import ReferenceServer
-from mcp_server_core.serving import serve, serve_workers
+from mcp_server_core.commands import COMMANDS
 from mcp_server_core.settings import ServerSettings
+
+if TYPE_CHECKING:
+    # Imported when serving only: a command, --help and --print-config do not pay for fastmcp.
+    from mcp_server_core.server import ReferenceServer
+    from mcp_server_core.toolsets import Toolset
 
 __all__ = ["ServerSpec", "host_config", "run"]
 
@@ -40,13 +46,32 @@ class ServerSpec(Generic[S]):
     distribution: str
     summary: str
     settings: type[S]
-    build: Callable[[S], ReferenceServer]
+    build: Callable[[S], ReferenceServer] | str
+    """How to build the server from its settings: a function, or `"package.module:function"`, imported only when
+    serving, so that a command, --help and --print-config never import the server's MCP side (nor fastmcp)."""
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     """Adds the server's own arguments; each `dest` must be a field of `settings`."""
     host_env: Callable[[S], Mapping[str, str]] | None = None
     """What the host must put in the server's environment (its tokens), by name with a placeholder for the
     value, given the settings the command line made. `--print-config` writes these; it never copies a value
     from the environment it runs in."""
+    toolsets: Callable[[S], AbstractContextManager[Sequence[Toolset]]] | None = None
+    """The command-line track: the server's toolsets built from the settings, without the server (and without
+    importing fastmcp); the context closes what they opened (a pool, a client)."""
+    skill: str = ""
+    """One sentence, for the Agent Skill's description: when an agent should use this server's commands."""
+    notes: Sequence[str] = ()
+    """What an agent must know before using the commands (the skill's safety notes)."""
+
+
+def _builder(spec: ServerSpec[S]) -> Callable[[S], ReferenceServer]:
+    if not isinstance(spec.build, str):
+        return spec.build
+    import importlib
+
+    module, _, function = spec.build.partition(":")
+    built: Callable[[S], ReferenceServer] = getattr(importlib.import_module(module), function)
+    return built
 
 
 def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
@@ -191,10 +216,33 @@ def _with_placeholder_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:{PASSWORD_PLACEHOLDER}@{host}"))
 
 
+def _command_at(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int | None:
+    """Where the command-line track's word (`tools`, `call`, `skill`) stands in argv, if it does: the first
+    word that is neither an option nor an option's value nor another positional argument's value spelled
+    otherwise (a directory named `call` is `./call`)."""
+    takes_value = {option for action in parser._actions if action.nargs != 0 for option in action.option_strings}
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return None
+        if word.startswith("-"):
+            if word in takes_value:
+                index += 1  # its value
+        elif word in COMMANDS:
+            return index
+        index += 1
+    return None
+
+
 def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
-    """Parse the command line, build the server and serve it."""
+    """Parse the command line, then serve, or run one command of the command-line track."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(spec)
+    at = _command_at(parser, argv) if spec.toolsets is not None else None
+    command = argv[at:] if at is not None else []
+    if at is not None:
+        argv = argv[:at]
     args = vars(parser.parse_args(argv))
     print_config = args.pop("print_config")
     overrides = {key: value for key, value in args.items() if value is not None}
@@ -203,23 +251,61 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         parser.error(problems)
+    if command:
+        parser.exit(_run_command(spec, settings, command))
     if print_config:
         arguments, env = settings_in_force(parser, settings)
         env.update(spec.host_env(settings) if spec.host_env is not None else {})
         print(json.dumps(host_config(print_config, spec.distribution, arguments, env), indent=2))
         return
+    from mcp_server_core.serving import serve, serve_workers
+
     try:
         if settings.workers > 1:
             from mcp_server_core.http import check_http_settings
 
             check_http_settings(settings)  # refuse in the parent, before any worker starts
-            code = serve_workers(lambda: spec.build(settings), settings)
+            build = _builder(spec)
+            code = serve_workers(lambda: build(settings), settings)
             if code:
                 parser.exit(code)
             return
-        server = spec.build(settings)
+        server = _builder(spec)(settings)
         serve(server, settings)
     except ValueError as exc:
         parser.exit(2, f"{spec.distribution}: error: {exc}\n")
     except KeyboardInterrupt:
         pass
+
+
+def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str]) -> int:
+    import logging
+
+    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.errors import RedactingFormatter
+
+    assert spec.toolsets is not None
+    # The log goes to stderr, redacted, as the server's does; stdout holds the result only.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=settings.log_level, handlers=[handler])
+    try:
+        with spec.toolsets(settings) as toolsets:
+            commands = ToolCommands(
+                spec.distribution,
+                spec.summary,
+                toolsets,
+                skill=spec.skill or spec.summary,
+                notes=spec.notes,
+                enabled=settings.toolsets,
+                read_only=settings.read_only,
+            )
+            code = commands.main(argv)
+            sys.stdout.flush()
+            return code
+    except BrokenPipeError:  # `| head` stopped reading: what it read is what was wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except ValueError as exc:  # a setting the toolsets cannot start with (no token, a privileged role)
+        print(f"{spec.distribution}: error: {exc}", file=sys.stderr)
+        return 2

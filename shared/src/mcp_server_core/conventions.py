@@ -4,6 +4,10 @@ A tool is a typed Python function decorated with `tool(...)`. The decorator chec
 when the module is imported (so a fork that breaks one fails at once, not in review) and wraps the function
 so that a `Rendered` result reaches the wire as `structuredContent` plus a compact text rendering cut to the
 tool's byte budget: the same JSON is never sent twice.
+
+Nothing here imports fastmcp or the MCP SDK until a tool is built for a server: the command-line track
+(commands.py) runs the same definitions without paying for either. So a tool returns `Rendered`, `str` or
+`Media`, raises the helpers' `ToolFailure`s, and asks `call_context()` for the MCP call it serves, if any.
 """
 
 from __future__ import annotations
@@ -15,23 +19,30 @@ import hashlib
 import inspect
 import json
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import mcp_types
-from fastmcp.tools import Tool
-from fastmcp.tools.base import ToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server_core.errors import InvalidArgument
+from mcp_server_core.errors import InvalidArgument, ToolFailure
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp import Context
+    from fastmcp.tools import Tool
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "Answer",
     "Cursor",
     "Limit",
+    "Media",
     "Rendered",
     "ToolDefinition",
+    "answer_of",
+    "call_context",
     "compact_schema",
     "cut_to_budget",
     "decode_cursor",
@@ -54,6 +65,57 @@ class Rendered(BaseModel):
 
     def render(self) -> str:
         raise NotImplementedError(f"{type(self).__name__} must say how it renders as compact text")
+
+
+@dataclass(frozen=True)
+class Media:
+    """An image or audio file as a tool's whole result: a media block on the wire, described on a command line."""
+
+    data: str
+    """base64"""
+    mime_type: str
+
+    @property
+    def kind(self) -> str:
+        return "audio" if self.mime_type.startswith("audio/") else "image"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a call answers, the same on both tracks: its text cut to the budget, its structure, or its media."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    media: Media | None = None
+
+
+def answer_of(result: Rendered | str | Media, budget: int, continue_hint: str) -> Answer:
+    """The answer a tool's result makes: the rendering cut to `budget`, beside the fields it renders."""
+    if isinstance(result, Rendered):
+        return Answer(
+            cut_to_budget(result.render(), budget, continue_hint),
+            # None fields are left out; compact_schema advertises them as optional, not nullable.
+            result.model_dump(mode="json", exclude_none=True),
+        )
+    if isinstance(result, Media):
+        return Answer(f"[{result.kind} {result.mime_type}, {len(result.data) * 3 // 4:,} bytes]", media=result)
+    return Answer(cut_to_budget(result, budget, continue_hint))
+
+
+def call_context() -> Context | None:
+    """fastmcp's context of the MCP call being served, for the rare tool that needs its session (the client's
+    roots, a per-session toolset); None on the command-line track or outside a call.
+
+    Looked up through `sys.modules`, so that a command-line call never imports fastmcp to learn it has none.
+    """
+    dependencies = sys.modules.get("fastmcp.server.dependencies")
+    if dependencies is None:
+        return None
+    try:
+        context: Context = dependencies.get_context()
+    except RuntimeError:
+        return None
+    return context
 
 
 def cut_to_budget(text: str, max_bytes: int, how_to_continue: str) -> str:
@@ -165,7 +227,10 @@ class ToolDefinition:
     fn: Callable[..., Any]
     name: str
     title: str
-    annotations: mcp_types.ToolAnnotations
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
     budget: int
     continue_hint: str
     meta: dict[str, Any] = field(default_factory=dict)
@@ -174,18 +239,33 @@ class ToolDefinition:
     session (stateless HTTP), since its effect could not outlive the request."""
 
     @property
-    def read_only(self) -> bool:
-        return bool(self.annotations.read_only_hint)
+    def description(self) -> str:
+        return inspect.getdoc(self.fn) or ""
+
+    @property
+    def annotations(self) -> mcp_types.ToolAnnotations:
+        import mcp_types
+
+        return mcp_types.ToolAnnotations(
+            title=self.title,
+            read_only_hint=self.read_only,
+            destructive_hint=self.destructive,
+            idempotent_hint=self.idempotent,
+            open_world_hint=self.open_world,
+        )
 
     def build(self) -> Tool:
-        # A tool that answers in plain text has nothing structured to describe: no outputSchema.
-        returns_text = inspect.signature(self.fn, eval_str=True).return_annotation is str
+        from fastmcp.tools import Tool
+
+        # Only a typed result has a structure to describe: text and media answers have no outputSchema.
+        returns = inspect.signature(self.fn, eval_str=True).return_annotation
+        structured = inspect.isclass(returns) and issubclass(returns, Rendered)
         return Tool.from_function(
             _wrap_result(self.fn, self.budget, self.continue_hint),
             name=self.name,
             title=self.title,
             annotations=self.annotations,
-            **({"output_schema": None} if returns_text else {}),
+            **({} if structured else {"output_schema": None}),
         )
 
 
@@ -213,14 +293,18 @@ def tool(
     def decorate(fn: Callable[..., Any]) -> ToolDefinition:
         tool_name = name or fn.__name__
         _check_conventions(tool_name, title, fn)
-        annotations = mcp_types.ToolAnnotations(
-            title=title,
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=read_only if idempotent is None else idempotent,
-            open_world_hint=open_world,
+        return ToolDefinition(
+            fn,
+            tool_name,
+            title,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=read_only if idempotent is None else idempotent,
+            open_world=open_world,
+            budget=budget,
+            continue_hint=continue_hint,
+            needs_session=needs_session,
         )
-        return ToolDefinition(fn, tool_name, title, annotations, budget, continue_hint, needs_session=needs_session)
 
     return decorate
 
@@ -239,31 +323,51 @@ def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
 
 
 def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
-    """Wrap fn so its `Rendered` or text result is budgeted; fastmcp still reads fn's own signature."""
+    """Wrap fn for fastmcp: its answer becomes a `ToolResult`, its `ToolFailure` fastmcp's `ToolError` (which
+    fastmcp shows the client unmasked); fastmcp still reads fn's own signature."""
+    import mcp_types
+    from fastmcp.exceptions import ToolError
+    from fastmcp.tools.base import ToolResult
 
     def convert(result: Any) -> Any:
-        if isinstance(result, Rendered):
-            return ToolResult(
-                content=[
-                    mcp_types.TextContent(type="text", text=cut_to_budget(result.render(), budget, continue_hint))
-                ],
-                # None fields are left out; compact_schema advertises them as optional, not nullable.
-                structured_content=result.model_dump(mode="json", exclude_none=True),
-            )
-        if isinstance(result, str):
-            return cut_to_budget(result, budget, continue_hint)
-        return result
+        if not isinstance(result, Rendered | str | Media):
+            return result  # already a ToolResult: a conformance fixture's hand-made content
+        answer = answer_of(result, budget, continue_hint)
+        if answer.media is not None:
+            media = answer.media
+            block: mcp_types.ContentBlock
+            if media.kind == "audio":
+                block = mcp_types.AudioContent(type="audio", data=media.data, mime_type=media.mime_type)
+            else:
+                block = mcp_types.ImageContent(type="image", data=media.data, mime_type=media.mime_type)
+            return ToolResult(content=[block])
+        if answer.structured is None:
+            return answer.text
+        return ToolResult(
+            content=[mcp_types.TextContent(type="text", text=answer.text)], structured_content=answer.structured
+        )
+
+    def on_wire(failure: ToolFailure) -> ToolError:
+        error = ToolError(str(failure), log_level=failure.log_level)
+        error.category = failure.category  # type: ignore[attr-defined]  # read by the audit and the span
+        return error
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            return convert(await fn(*args, **kwargs))
+            try:
+                return convert(await fn(*args, **kwargs))
+            except ToolFailure as failure:
+                raise on_wire(failure) from failure
 
         return run_async  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        return convert(fn(*args, **kwargs))
+        try:
+            return convert(fn(*args, **kwargs))
+        except ToolFailure as failure:
+            raise on_wire(failure) from failure
 
     return run  # type: ignore[return-value]

@@ -13,8 +13,6 @@ import re
 import threading
 from collections.abc import Iterable
 
-from fastmcp.exceptions import ToolError
-
 __all__ = [
     "Conflict",
     "InvalidArgument",
@@ -29,8 +27,12 @@ __all__ = [
 ]
 
 
-class ToolFailure(ToolError):
-    """A tool call that failed for a reason the model can act on; the base of every category."""
+class ToolFailure(Exception):
+    """A tool call that failed for a reason the model can act on; the base of every category.
+
+    A plain exception, not fastmcp's `ToolError`: domain code and the command-line track raise it without
+    importing fastmcp. On the MCP track the helpers turn it into an isError result (conventions.py, server.py).
+    """
 
     category = "failed"
     log_level = logging.INFO
@@ -39,7 +41,7 @@ class ToolFailure(ToolError):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.hint = hint
-        super().__init__(redact(f"{message} {hint}" if hint else message), log_level=self.log_level)
+        super().__init__(redact(f"{message} {hint}" if hint else message))
 
 
 class NotFound(ToolFailure):

@@ -21,7 +21,16 @@ from typing import Any, TypeVar
 
 import mcp_types
 from fastmcp import FastMCP
-from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError, ToolError, ValidationError
+from fastmcp.exceptions import (
+    DisabledError,
+    FastMCPError,
+    NotFoundError,
+    PromptError,
+    ResourceError,
+    ToolError,
+    ValidationError,
+)
+from fastmcp.prompts.base import PromptResult
 from fastmcp.resources.base import ResourceResult
 from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.versions import VersionSpec
@@ -40,7 +49,7 @@ from pydantic import ValidationError as PydanticValidationError
 from mcp_server_core.audit import AuditTrail, note_failure
 from mcp_server_core.cancellation import unwatch_call, watch_call
 from mcp_server_core.conventions import compact_schema
-from mcp_server_core.errors import NotFound, did_you_mean, redact
+from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
 from mcp_server_core.health import Readiness
 from mcp_server_core.identity import caller
 from mcp_server_core.notifications import ChangeHub
@@ -243,8 +252,11 @@ class ReferenceServer(FastMCP[Any]):
             self._failed(name, "invalid_argument")
             raise ToolError(_argument_error(name, exc)) from exc
         except ToolError as exc:
-            self._failed(name, getattr(exc, "category", None) or "internal", timed_out=isinstance(exc, _CallTimedOut))
             cause = exc.__cause__
+            if isinstance(cause, ToolFailure):  # raised past the tool wrapper (a hand-built Tool): fastmcp masked it
+                self._failed(name, cause.category)
+                raise ToolError(str(cause)) from cause
+            self._failed(name, getattr(exc, "category", None) or "internal", timed_out=isinstance(exc, _CallTimedOut))
             if cause is not None and not isinstance(cause, FastMCPError) and str(exc) == f"Error calling tool {name!r}":
                 raise ToolError(
                     f"Tool {name!r} failed unexpectedly ({type(cause).__name__}); the details are in the server log."
@@ -279,8 +291,30 @@ class ReferenceServer(FastMCP[Any]):
         (one code for one condition, SEP-2164); fastmcp would answer -32603, an internal error."""
         try:
             return await super().read_resource(uri, version=version, run_middleware=run_middleware)
-        except NotFound as exc:
-            raise MCPError(code=INVALID_PARAMS, message=redact(str(exc)), data={"uri": uri}) from exc
+        except ResourceError as exc:
+            # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
+            failure = exc.__cause__
+            if isinstance(failure, NotFound):
+                raise MCPError(code=INVALID_PARAMS, message=redact(str(failure)), data={"uri": uri}) from failure
+            if isinstance(failure, ToolFailure):
+                raise ResourceError(str(failure)) from failure
+            raise
+
+    async def render_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        version: VersionSpec | None = None,
+        run_middleware: bool = True,
+    ) -> PromptResult:
+        """A prompt's `ToolFailure` (an argument it cannot use) reaches the client with its message."""
+        try:
+            return await super().render_prompt(name, arguments, version=version, run_middleware=run_middleware)
+        except PromptError as exc:
+            if isinstance(exc.__cause__, ToolFailure):
+                raise PromptError(str(exc.__cause__)) from exc.__cause__
+            raise
 
     async def _within_deadline(self, name: str, call: Awaitable[ToolResult]) -> ToolResult:
         """The call's result, or a ToolError once `call_timeout_s` has passed.

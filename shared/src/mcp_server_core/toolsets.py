@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fastmcp.server.context import Context
-
 from mcp_server_core.conventions import ToolDefinition, tool
 from mcp_server_core.errors import did_you_mean
 
 if TYPE_CHECKING:
+    from fastmcp.server.context import Context
+
     from mcp_server_core.server import ReferenceServer
 
 __all__ = ["SessionsUnavailable", "Toolset", "Toolsets", "parse_toolsets"]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-
 from fastmcp.prompts import Message
 from fastmcp.resources import FunctionResource, ResourceTemplate
-from mcp_server_core import ReferenceServer, ServerSpec
+from mcp_server_core import ReferenceServer
 
 from mcp_server_template import __version__
 from mcp_server_template.notes import NoteStore, notes_toolset
@@ -82,17 +80,6 @@ def build_server(settings: TemplateSettings) -> ReferenceServer:
     return server
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--notes-dir", help="folder the notes live in")
-    parser.add_argument(
-        "--conformance", action="store_const", const=True, help="also serve the official conformance fixtures"
-    )
+from mcp_server_template.spec import SPEC, add_arguments  # noqa: E402 - kept importable from here
 
-
-SPEC = ServerSpec(
-    distribution="mcp-server-template",
-    summary="Notes in a folder over MCP: the template of the reference server family.",
-    settings=TemplateSettings,
-    build=build_server,
-    add_arguments=add_arguments,
-)
+__all__ = ["SPEC", "add_arguments", "build_server"]

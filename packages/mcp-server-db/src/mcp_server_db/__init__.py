@@ -8,6 +8,6 @@ def main() -> None:
     """The console script and `python -m mcp_server_db`."""
     from mcp_server_core.cli import run
 
-    from mcp_server_db.server import SPEC
+    from mcp_server_db.spec import SPEC
 
     run(SPEC)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 
-from mcp_server_core import ReferenceServer, ServerSpec, ToolFailure
+from mcp_server_core import ReferenceServer, ToolFailure
 
 from mcp_server_db import __version__
-from mcp_server_db.database import Database, PrivilegedRole
+from mcp_server_db.database import PrivilegedRole
 from mcp_server_db.prompts import add_prompts
 from mcp_server_db.resources import SchemaResources
 from mcp_server_db.settings import DbSettings
@@ -22,18 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_server(settings: DbSettings) -> ReferenceServer:
-    if settings.allow_privileged_role:
-        logger.warning(
-            "--allow-privileged-role: a superuser or a role with file, signal or replication powers is accepted; "
-            "read-only then rests on the query guard alone (docs/db-least-privilege.md)"
-        )
-    db = Database(
-        settings.url,
-        timeout_s=settings.statement_timeout_s,
-        allow_write=settings.allow_write,
-        allow_privileged_role=settings.allow_privileged_role,
-        allowed_functions=settings.allow_functions,
-    )
+    db = open_database(settings)
     writes = settings.allow_write and not settings.read_only
     toolsets = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
     if writes:
@@ -70,32 +58,4 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     return server
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", nargs="?", help="SQLAlchemy database URL (default: the bundled sample database)")
-    parser.add_argument("--statement-timeout-s", type=float, help="server-side timeout of each statement")
-    parser.add_argument(
-        "--allow-write", action="store_const", const=True, help="add execute_statement, which writes and commits"
-    )
-    parser.add_argument("--schema-poll-s", type=float, help="seconds between schema checks (0: off; default 10)")
-    parser.add_argument(
-        "--allow-privileged-role",
-        action="store_const",
-        const=True,
-        help="accept a superuser or a role with file/signal powers (logs a warning; see docs/db-least-privilege.md)",
-    )
-    parser.add_argument(
-        "--allow-function",
-        dest="allow_functions",
-        action="append",
-        metavar="NAME",
-        help="let read-only queries call this function too (repeatable; the operator vouches it has no effects)",
-    )
-
-
-SPEC = ServerSpec(
-    distribution="mcp-server-db",
-    summary="A database inspector over MCP: schema, read-only queries and plans.",
-    settings=DbSettings,
-    build=build_server,
-    add_arguments=add_arguments,
-)
+from mcp_server_db.spec import open_database  # noqa: E402 - kept importable from here

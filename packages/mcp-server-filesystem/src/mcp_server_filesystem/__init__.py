@@ -8,6 +8,6 @@ def main() -> None:
     """The console script and `python -m mcp_server_filesystem`."""
     from mcp_server_core.cli import run
 
-    from mcp_server_filesystem.server import SPEC
+    from mcp_server_filesystem.spec import SPEC
 
     run(SPEC)

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
-
-from mcp_server_core import ReferenceServer, ServerSpec
+from mcp_server_core import ReferenceServer
 
 from mcp_server_filesystem import __version__
 from mcp_server_filesystem.resources import FileProvider, announce, watch_roots
@@ -24,7 +21,7 @@ INSTRUCTIONS = (
 def build_server(settings: FilesystemSettings) -> ReferenceServer:
     base = Sandbox([str(root) for root in settings.roots])
     roots = ClientRoots(base, allow_outside=settings.allow_roots_outside)
-    workspace = Workspace(roots)
+    workspace = Workspace(base, roots)
     server = ReferenceServer(
         "filesystem",
         version=__version__,
@@ -37,36 +34,7 @@ def build_server(settings: FilesystemSettings) -> ReferenceServer:
     server._mcp_server.middleware.insert(1, roots.middleware)
     workspace.on_change = lambda path, listing: announce(server.changes, [path], listing=listing)
 
-    async def current_sandbox() -> Sandbox:
-        from fastmcp.server.dependencies import get_context
-
-        try:
-            ctx: Any = get_context()
-        except RuntimeError:
-            return base
-        return await workspace.sandbox(ctx)
-
-    server.add_provider(FileProvider(base, current_sandbox, listed=settings.listed_resources))
+    server.add_provider(FileProvider(base, workspace.sandbox, listed=settings.listed_resources))
     if settings.watch and base.roots:
         server.run_in_background(watch_roots(server.changes, base.roots))
     return server
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("roots", nargs="*", metavar="DIR", default=None, help="directories to serve")
-    parser.add_argument(
-        "--allow-roots-outside",
-        action="store_const",
-        const=True,
-        help="let the client's MCP roots reach outside the given directories",
-    )
-    parser.add_argument("--no-watch", dest="watch", action="store_const", const=False, help="do not watch for changes")
-
-
-SPEC = ServerSpec(
-    distribution="mcp-server-filesystem",
-    summary="Files over MCP, contained to the allowed directories: atomic writes, edits, tree and fast search.",
-    settings=FilesystemSettings,
-    build=build_server,
-    add_arguments=add_arguments,
-)

@@ -9,21 +9,20 @@ import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
-import mcp_types
-from fastmcp import Context
-from fastmcp.tools.base import ToolResult
 from mcp_server_core import (
     Cursor,
     InvalidArgument,
     Limit,
+    Media,
     Refused,
     Rendered,
     ToolFailure,
     Toolset,
     audit_target,
+    call_context,
     decode_cursor,
     encode_cursor,
 )
@@ -32,10 +31,12 @@ from pydantic import BaseModel, Field, PrivateAttr
 from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, sha256_hex
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
-from mcp_server_filesystem.roots import ClientRoots
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
 from mcp_server_filesystem.search import Hit, compile_query, search_files
 from mcp_server_filesystem.walk import WalkOptions, walk
+
+if TYPE_CHECKING:
+    from mcp_server_filesystem.roots import ClientRoots
 
 __all__ = ["Workspace", "files_toolset"]
 
@@ -54,19 +55,25 @@ Everything = Annotated[bool, Field(description="Hidden, ignored too")]
 
 
 class Workspace:
-    """What the tools share: the roots policy and a way to announce changes (set once the server exists)."""
+    """What the tools share: the sandbox, the client's roots on MCP, and a way to announce changes."""
 
-    def __init__(self, roots: ClientRoots) -> None:
+    def __init__(self, base: Sandbox, roots: ClientRoots | None = None) -> None:
+        self.base = base
         self.roots = roots
+        """The MCP track's per-session roots; None on the command line, where the given directories rule."""
         self.on_change: Callable[[str, bool], None] = lambda path, listing: None
         """Called with (real path, whether the set of files changed) after a tool changed something."""
 
-    async def sandbox(self, ctx: Context) -> Sandbox:
+    async def sandbox(self) -> Sandbox:
+        """The sandbox of the call being served: the client's roots narrow the given directories on MCP."""
+        ctx = call_context()
+        if self.roots is None or ctx is None:
+            return self.base
         try:
             session = ctx.session
             request_id: Any = ctx.request_id
         except (RuntimeError, AttributeError):
-            return self.roots.base
+            return self.base
         return await self.roots.sandbox(session, request_id)
 
 
@@ -168,21 +175,14 @@ def _grouped(hits: list[Hit]) -> str:
 # --- the blocking work, one function per tool --------------------------------------------------------------
 
 
-def _read_one(box: Sandbox, path: str, offset: int, limit: int | None, max_bytes: int) -> ToolResult:
+def _read_one(box: Sandbox, path: str, offset: int, limit: int | None, max_bytes: int) -> str | Media:
     location = box.locate(path)
     if offset == 1 and limit is None:
         media = read_media(box, location)
         if media is not None:
             mime, data = media
-            block: mcp_types.ContentBlock
-            if mime.startswith("image/"):
-                block = mcp_types.ImageContent(type="image", data=data, mime_type=mime)
-            else:
-                block = mcp_types.AudioContent(type="audio", data=data, mime_type=mime)
-            return ToolResult(content=[block])
-    return ToolResult(
-        content=[mcp_types.TextContent(type="text", text=_text_of(box, location, offset, limit, max_bytes))]
-    )
+            return Media(data, mime)
+    return _text_of(box, location, offset, limit, max_bytes)
 
 
 def _text_of(box: Sandbox, location: Location, offset: int, limit: int | None, max_bytes: int) -> str:
@@ -536,8 +536,8 @@ def files_toolset(ws: Workspace) -> Toolset:
     toolset = Toolset("files", "Read, search and change files under the allowed roots")
     tool = toolset.tool
 
-    async def run(ctx: Context, fn: Callable[..., T], *args: Any) -> T:
-        box = await ws.sandbox(ctx)
+    async def run(fn: Callable[..., T], *args: Any) -> T:
+        box = await ws.sandbox()
         try:
             return await _in_thread(functools.partial(fn, box, *args))
         except ToolFailure as exc:
@@ -554,30 +554,27 @@ def files_toolset(ws: Workspace) -> Toolset:
     @tool(title="Read file", read_only=True, open_world=False)
     async def read_file(
         path: Annotated[str | list[str], Field(description="One path or a list")],
-        ctx: Context,
         offset: Offset = 1,
         lines: int | None = None,
         max_bytes: MaxBytes = READ_BUDGET,
-    ) -> ToolResult:
+    ) -> str | Media:
         """Use to read text files, whole or by line range; images and audio come as media."""
         if lines is not None and lines < 1:
             raise InvalidArgument("lines is how many lines to read: at least 1.")
         if isinstance(path, list):
             if not 1 <= len(path) <= MAX_MANY:
                 raise InvalidArgument(f"path lists 1 to {MAX_MANY} files; this one has {len(path)}.")
-            text = await run(ctx, _read_many, path, offset, lines, max_bytes)
-            return ToolResult(content=[mcp_types.TextContent(type="text", text=text)])
-        return await run(ctx, _read_one, path, offset, lines, max_bytes)
+            return await run(_read_many, path, offset, lines, max_bytes)
+        return await run(_read_one, path, offset, lines, max_bytes)
 
     @tool(title="Write file", read_only=False, open_world=False, destructive=True, idempotent=True)
     async def write_file(
         path: PathArg,
         content: str,
-        ctx: Context,
         create_only: bool = False,
     ) -> str:
         """Use to create or replace a whole file (atomic; makes parents)."""
-        message, location, created = await run(ctx, _write, path, content, create_only)
+        message, location, created = await run(_write, path, content, create_only)
         changed(location.path, created)
         return message
 
@@ -585,18 +582,17 @@ def files_toolset(ws: Workspace) -> Toolset:
     async def edit_file(
         path: PathArg,
         edits: list[Edit],
-        ctx: Context,
         dry_run: bool = False,
         expected_sha256: Annotated[str | None, Field(description="Fail unless the file has it")] = None,
     ) -> str:
         """Use to change parts of a text file by exact old_text; returns a diff."""
-        message, location = await run(ctx, _edit, path, edits, dry_run, expected_sha256)
+        message, location = await run(_edit, path, edits, dry_run, expected_sha256)
         if location is not None:
             changed(location.path, False)
         return message
 
     @tool(title="Create directory", read_only=False, open_world=False, idempotent=True)
-    async def create_directory(path: PathArg, ctx: Context) -> str:
+    async def create_directory(path: PathArg) -> str:
         """Use to make a directory (and parents)."""
 
         def make(box: Sandbox) -> tuple[str, Location, bool]:
@@ -604,21 +600,19 @@ def files_toolset(ws: Workspace) -> Toolset:
             created = box.make_directory(location)
             return (f"created {location.shown}/" if created else f"{location.shown}/ already exists"), location, created
 
-        message, location, created = await run(ctx, make)
+        message, location, created = await run(make)
         if created:
             changed(location.path, True)
         return message
 
     @tool(title="Move path", read_only=False, open_world=False, destructive=True)
-    async def move_path(
-        source: PathArg, destination: PathArg, ctx: Context, overwrite: bool = False, copy: bool = False
-    ) -> str:
+    async def move_path(source: PathArg, destination: PathArg, overwrite: bool = False, copy: bool = False) -> str:
         """Use to move, rename or (copy=true) copy a file or directory."""
         if copy:
-            message, dst = await run(ctx, _copy, source, destination, overwrite)
+            message, dst = await run(_copy, source, destination, overwrite)
             changed(dst.path, True)
             return message
-        message, src, dst = await run(ctx, _move, source, destination, overwrite)
+        message, src, dst = await run(_move, source, destination, overwrite)
         changed(src.path, True)
         changed(dst.path, True)
         return message
@@ -626,7 +620,6 @@ def files_toolset(ws: Workspace) -> Toolset:
     @tool(title="Delete path", read_only=False, open_world=False, destructive=True, idempotent=True)
     async def delete_path(
         path: PathArg,
-        ctx: Context,
         recursive: bool = False,
     ) -> str:
         """Use to delete a file, symlink (not its target) or directory."""
@@ -636,13 +629,12 @@ def files_toolset(ws: Workspace) -> Toolset:
             kind = box.remove(location, recursive=recursive)
             return f"deleted {kind} {location.shown}", location
 
-        message, location = await run(ctx, remove)
+        message, location = await run(remove)
         changed(location.path, True)
         return message
 
     @tool(title="List directory", read_only=True, open_world=False)
     async def list_directory(
-        ctx: Context,
         path: PathArg | None = None,
         sort: Literal["name", "size", "modified"] = "name",
         hidden: bool = False,
@@ -650,35 +642,32 @@ def files_toolset(ws: Workspace) -> Toolset:
         cursor: Cursor = None,
     ) -> DirListing:
         """Use to list a directory (sizes, times) or stat a file (mode, links, sha256)."""
-        return await run(ctx, _list, path or ".", sort, hidden, limit, cursor)
+        return await run(_list, path or ".", sort, hidden, limit, cursor)
 
     @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
     async def show_tree(
-        ctx: Context,
         path: PathArg | None = None,
         depth: Annotated[int, Field(ge=1, le=20)] = 3,
         limit: Annotated[int, Field(ge=1, le=5000)] = 500,
         everything: Everything = False,
     ) -> str:
         """Use to see a layout as an indented tree; no path: every root."""
-        return await run(ctx, _tree, path, depth, limit, everything, not everything)
+        return await run(_tree, path, depth, limit, everything, not everything)
 
     @tool(title="Find files", read_only=True, open_world=False)
     async def find_files(
         pattern: Annotated[str, Field(description="*.py, src/**/test_*")],
-        ctx: Context,
         path: PathArg | None = None,
         everything: Everything = False,
         limit: Annotated[Limit, Field(le=2000)] = 200,
         cursor: Cursor = None,
     ) -> FoundPaths:
         """Use to find files or directories by name."""
-        return await run(ctx, _find, pattern, path or ".", everything, not everything, limit, cursor)
+        return await run(_find, pattern, path or ".", everything, not everything, limit, cursor)
 
     @tool(title="Search text", read_only=True, open_world=False)
     async def search_text(
         query: str,
-        ctx: Context,
         path: PathArg | None = None,
         regex: Annotated[bool, Field(description="Python regex")] = False,
         ignore_case: bool = False,
@@ -690,7 +679,6 @@ def files_toolset(ws: Workspace) -> Toolset:
     ) -> SearchResult:
         """Use to find lines matching text or a regex, across files."""
         return await run(
-            ctx,
             _search,
             query,
             path or ".",

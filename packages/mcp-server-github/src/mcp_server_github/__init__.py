@@ -8,6 +8,6 @@ def main() -> None:
     """The console script and `python -m mcp_server_github`."""
     from mcp_server_core.cli import run
 
-    from mcp_server_github.server import SPEC
+    from mcp_server_github.spec import SPEC
 
     run(SPEC)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from fastmcp import Context
-from mcp_server_core import InvalidArgument, Refused, SessionsUnavailable, Toolset
+from mcp_server_core import InvalidArgument, Refused, SessionsUnavailable, Toolset, call_context
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
@@ -19,6 +18,10 @@ class ServerRef:
     """The server these tools switch toolsets on; set once it is built (its toolsets include this one)."""
 
     server: ReferenceServer | None = None
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        """Whether writes are off: known before the server exists, and on the command line, where none does."""
 
     def get(self) -> ReferenceServer:
         if self.server is None:
@@ -48,16 +51,17 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         else:
             lines.append("Not authenticated: public data only, 60 requests an hour. Set GITHUB_TOKEN for more.")
         lines.append(f"repositories: {', '.join(api.allow.entries)} only" if api.allow else "repositories: any")
-        lines.append("read-only: no tool writes" if ref.get().read_only else "writes: available")
+        lines.append("read-only: no tool writes" if ref.read_only else "writes: available")
         return "\n".join(lines)
 
     # The discovery pair changes what one session sees: a transport without sessions (--stateless) leaves them
     # out, so no worker can half-apply a choice another worker never heard of.
     @toolset.tool(title="List toolsets", read_only=True, open_world=False, needs_session=True)
-    async def list_toolsets(ctx: Context) -> str:
+    async def list_toolsets() -> str:
         """Use to see which groups of GitHub tools exist, which are on, and what each holds."""
         target = ref.get()
-        enabled = set(await target.toolsets.enabled_for(ctx))
+        ctx = call_context()
+        enabled = set(await target.toolsets.enabled_for(ctx) if ctx else target.toolsets.enabled)
         return "\n".join(
             f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
             + ", ".join(target.toolsets.tool_names(t.name))
@@ -65,10 +69,13 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         )
 
     @toolset.tool(title="Enable toolset", read_only=True, open_world=False, needs_session=True)
-    async def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")], ctx: Context) -> str:
+    async def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")]) -> str:
         """Use when a task needs tools that are off (pull_requests, repos, search, actions); they appear at once."""
         target = ref.get()
+        ctx = call_context()
         try:
+            if ctx is None:
+                raise SessionsUnavailable("not an MCP call")
             changed = await target.toolsets.enable_for_session(name, ctx)
         except ValueError as exc:
             raise InvalidArgument(str(exc)) from None

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 
-from mcp_server_core import ReferenceServer, ServerSpec
+from mcp_server_core import ReferenceServer
 
 from mcp_server_github import __version__
-from mcp_server_github.actions import actions_toolset
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.context import ServerRef, context_toolset
-from mcp_server_github.issues import issues_toolset
-from mcp_server_github.pulls import pulls_toolset
-from mcp_server_github.repos import repos_toolset
-from mcp_server_github.search import search_toolset
+from mcp_server_github.context import ServerRef
 from mcp_server_github.settings import GitHubSettings
 
 logger = logging.getLogger(__name__)
@@ -31,15 +25,8 @@ def build_server(settings: GitHubSettings) -> ReferenceServer:
     api = GitHubApi(settings)
     if not api.authenticated:
         logger.warning("no GITHUB_TOKEN: public data only, at 60 requests an hour")
-    ref = ServerRef()
-    toolsets = [
-        context_toolset(api, ref),
-        issues_toolset(api),
-        pulls_toolset(api),
-        repos_toolset(api),
-        search_toolset(api),
-        actions_toolset(api),
-    ]
+    ref = ServerRef(read_only=settings.read_only)
+    toolsets = github_toolsets(api, ref)
     allowed = f" Only these repositories are reachable: {', '.join(api.allow.entries)}." if api.allow else ""
     # Without sessions the discovery tools are left out (the helpers' `without_sessions`): say what holds.
     sessionless = settings.transport == "http" and settings.stateless
@@ -60,19 +47,4 @@ def build_server(settings: GitHubSettings) -> ReferenceServer:
     return server
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--api-url", help="REST API root (default https://api.github.com; Enterprise: https://HOST/api/v3)"
-    )
-    parser.add_argument("--repos", help="allow-list: owner/name or owner/*, comma-separated (default: any repository)")
-
-
-SPEC = ServerSpec(
-    distribution="mcp-server-github",
-    summary="GitHub over MCP through PyGithub: small context, untrusted content fenced, repository allow-list.",
-    settings=GitHubSettings,
-    build=build_server,
-    add_arguments=add_arguments,
-    # Without a token only public data is readable, at 60 requests an hour: the snippet asks for one.
-    host_env=lambda _settings: {"GITHUB_TOKEN": "your-github-token"},
-)
+from mcp_server_github.spec import github_toolsets  # noqa: E402 - kept importable from here

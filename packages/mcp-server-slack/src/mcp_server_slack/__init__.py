@@ -8,6 +8,6 @@ def main() -> None:
     """The console script and `python -m mcp_server_slack`."""
     from mcp_server_core.cli import run
 
-    from mcp_server_slack.server import SPEC
+    from mcp_server_slack.spec import SPEC
 
     run(SPEC)

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import threading
 from collections.abc import Callable
 
 import anyio.from_thread
 from fastmcp.resources import FunctionResource, ResourceTemplate
-from mcp_server_core import ReferenceServer, ResourceSet, ServerSpec
+from mcp_server_core import ReferenceServer, ResourceSet
 from mcp_server_core.untrusted import fence
 
 from mcp_server_slack import __version__
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import Channel, Directory
 from mcp_server_slack.settings import SlackSettings
-from mcp_server_slack.tools import WritePolicy, read_toolset, write_toolset
 
 __all__ = ["SPEC", "SlackServer", "add_arguments", "build_server"]
 
@@ -38,12 +36,7 @@ class SlackServer(ReferenceServer):
 
 
 def build_server(settings: SlackSettings) -> SlackServer:
-    if settings.bot_token is None and settings.user_token is None:
-        raise ValueError(
-            "no Slack token: set SLACK_BOT_TOKEN (xoxb-...) or SLACK_USER_TOKEN (xoxp-...), or pass --token-file"
-        )
-    if settings.allow_write and not settings.write_channels:
-        raise ValueError("--allow-write needs --write-channels C123,#general: the channels writes may go to")
+    check_tokens(settings)
     api = SlackApi(settings)
     server: SlackServer | None = None
     # One provider for the channels, not add_resource each: fastmcp's local provider scans all it holds per add.
@@ -64,10 +57,7 @@ def build_server(settings: SlackSettings) -> SlackServer:
     directory = Directory(
         api, ttl_s=settings.cache_ttl_s, max_items=settings.max_cached, on_new_channels=on_new_channels
     )
-    toolsets = [read_toolset(api, directory)]
-    if settings.writes_enabled:
-        policy = WritePolicy(directory, settings.write_channels, allow_broadcast=settings.allow_broadcast)
-        toolsets.append(write_toolset(api, directory, policy))
+    toolsets = slack_toolsets(settings, api, directory)
     server = SlackServer(
         "slack",
         version=__version__,
@@ -178,34 +168,4 @@ def _add_directory_resources(server: ReferenceServer, directory: Directory) -> N
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    slack = parser.add_argument_group("Slack (tokens only from SLACK_BOT_TOKEN / SLACK_USER_TOKEN or a file)")
-    slack.add_argument("--token-file", help="file with an xoxb and/or xoxp token, one per line")
-    slack.add_argument("--api-url", help="Slack Web API base URL (default https://slack.com/api/)")
-    slack.add_argument("--timeout-s", type=float, help="seconds to wait for one Slack answer (default 15)")
-    slack.add_argument("--max-retry-wait-s", type=float, help="longest Retry-After waited out once (default 10)")
-    slack.add_argument("--cache-ttl-s", type=float, help="seconds names of users and channels are kept (default 600)")
-    slack.add_argument(
-        "--allow-write", action="store_const", const=True, help="offer post_message, reply_to_thread, add_reaction"
-    )
-    slack.add_argument(
-        "--write-channels", action="append", help="channels writes may go to, e.g. C0123ABCD,#general (required)"
-    )
-    slack.add_argument(
-        "--allow-broadcast", action="store_const", const=True, help="let posts mention @channel, @here, @everyone"
-    )
-
-
-def host_env(settings: SlackSettings) -> dict[str, str]:
-    """A host snippet needs a token unless --token-file names one."""
-    return {} if settings.token_file is not None else {"SLACK_BOT_TOKEN": "xoxb-your-bot-token"}
-
-
-SPEC = ServerSpec(
-    distribution="mcp-server-slack",
-    summary="Slack over MCP: channels, history, threads, people and search; writes only to allowed channels.",
-    settings=SlackSettings,
-    build=build_server,
-    add_arguments=add_arguments,
-    host_env=host_env,
-)
+from mcp_server_slack.spec import SPEC, add_arguments, check_tokens, slack_toolsets  # noqa: E402 - importable here

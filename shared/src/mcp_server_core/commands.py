@@ -1,0 +1,328 @@
+"""The command-line track: every tool of a server is also a command, from the same `ToolDefinition`s.
+
+    mcp-server-X [server options] tools                    list the tools, one line each
+    mcp-server-X [server options] call TOOL [ARGS] [--json]  run one; `call TOOL --help` for its options
+    mcp-server-X [server options] skill [--output DIR]       write the Agent Skill that teaches these commands
+
+Server options come first, as with `git -C DIR log`: the same settings, environment and guards as the server
+(read-only, toolsets, allow-lists, write gating, fencing of untrusted text), because the same domain code runs.
+A tool's options come from its input schema: `--name-with-dashes VALUE`, `--flag/--no-flag` for booleans, a
+repeated option for a list, JSON for an object; its required arguments may also be given in order, unnamed.
+
+What a command prints is exactly the text the MCP result carries (`--json`: the structured content); it exits
+0 on success, 1 when the tool fails (the isError message on stderr), 2 for a usage error. Nothing here imports
+fastmcp or the MCP SDK: a call pays for the domain's imports only (a test checks `sys.modules`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ValidationError, create_model
+
+from mcp_server_core.conventions import Media, ToolDefinition, answer_of
+from mcp_server_core.errors import ToolFailure, redact
+from mcp_server_core.toolsets import Toolset, parse_toolsets
+
+__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "ToolCommands", "argument_model", "usage_line"]
+
+COMMANDS = ("tools", "call", "skill")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+logger = logging.getLogger(__name__)
+
+
+def argument_model(definition: ToolDefinition) -> type[BaseModel]:
+    """A pydantic model of the tool's arguments: the same types, constraints and defaults as its inputSchema."""
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(definition.fn, eval_str=True).parameters.items():
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[name] = (parameter.annotation, default)
+    model: type[BaseModel] = create_model(f"{definition.name}_arguments", **fields)
+    return model
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
+    """How an argument is written on a command line: 'flag', 'list', 'json', 'scalar' or 'scalar-or-list'."""
+    if "$ref" in schema:
+        schema = definitions.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    variants = [v for v in schema.get("anyOf", [schema]) if v.get("type") != "null"]
+    types = {v.get("type") for v in variants}
+    if types == {"boolean"}:
+        return "flag"
+    arrays = [v for v in variants if v.get("type") == "array"]
+    if any(v.get("type") == "object" or "$ref" in v for v in variants) or any(
+        _kind(v.get("items", {}), definitions) != "scalar" for v in arrays
+    ):
+        return "json"
+    if arrays:
+        return "scalar-or-list" if len(variants) > len(arrays) else "list"
+    return "scalar"
+
+
+def usage_line(distribution: str, definition: ToolDefinition) -> str:
+    """One line that shows how to call the tool: required arguments in order, then the options."""
+    schema = argument_model(definition).model_json_schema()
+    definitions = schema.get("$defs", {})
+    required = schema.get("required", [])
+    words = [distribution, "call", definition.name]
+    for name, prop in schema.get("properties", {}).items():
+        kind = _kind(prop, definitions)
+        metavar = "JSON" if kind == "json" else name.upper()
+        if name in required:
+            words.append(f"{metavar}..." if kind in ("list", "scalar-or-list") else metavar)
+        elif kind == "flag":
+            words.append(f"[{_option(name)}]")
+        else:
+            words.append(f"[{_option(name)} {metavar}]")
+    return " ".join(words)
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+class ToolCommands:
+    """The commands of one server, over the toolsets its settings enable."""
+
+    def __init__(
+        self,
+        distribution: str,
+        summary: str,
+        toolsets: Sequence[Toolset],
+        *,
+        skill: str,
+        notes: Sequence[str] = (),
+        enabled: str | Sequence[str] | None,
+        read_only: bool,
+    ) -> None:
+        self.distribution = distribution
+        self.summary = summary
+        self.skill = skill
+        """One sentence: when an agent should use these commands (the skill's description)."""
+        self.notes = list(notes)
+        """What an agent must know before using them (safety, where settings come from)."""
+        self.toolsets = list(toolsets)
+        self.enabled = parse_toolsets(enabled, self.toolsets)
+        self.read_only = read_only
+
+    # --- what is offered: what an MCP client of the same server would see, minus the session-only tools ---------
+
+    def offered(self) -> Iterator[tuple[Toolset, ToolDefinition]]:
+        for toolset in self.toolsets:
+            if toolset.name in self.enabled:
+                for definition in toolset.tools:
+                    if (definition.read_only or not self.read_only) and not definition.needs_session:
+                        yield toolset, definition
+
+    def find(self, name: str) -> ToolDefinition:
+        wanted = name.replace("-", "_")
+        for _, definition in self.offered():
+            if definition.name == wanted:
+                return definition
+        for toolset in self.toolsets:
+            for definition in toolset.tools:
+                if definition.name != wanted:
+                    continue
+                if not definition.read_only and self.read_only:
+                    raise _UsageError(f"{wanted} writes, and this server is read-only (--read-only).")
+                if definition.needs_session:
+                    raise _UsageError(f"{wanted} changes what an MCP session sees; a command has none.")
+                raise _UsageError(
+                    f"{wanted} is in the toolset {toolset.name!r}, which is off: add --toolsets {toolset.name}."
+                )
+        from mcp_server_core.errors import did_you_mean
+
+        known = [d.name for _, d in self.offered()]
+        raise _UsageError(f"no tool {wanted!r}. {did_you_mean(wanted, known, noun='tool')}")
+
+    # --- the three commands --------------------------------------------------------------------------------------
+
+    def main(self, argv: Sequence[str]) -> int:
+        """Run `tools`, `call` or `skill` with the words after it; the exit status."""
+        command, *rest = argv
+        try:
+            if command == "tools":
+                return self._tools(rest)
+            if command == "skill":
+                return self._skill(rest)
+            return self._call(rest)
+        except _UsageError as exc:
+            print(f"{self.distribution} {command}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
+    def _tools(self, argv: Sequence[str]) -> int:
+        parser = _Parser(prog=f"{self.distribution} tools", description="List the tools this server offers.")
+        parser.parse_args(argv)
+        print(self.listing())
+        return EXIT_OK
+
+    def listing(self) -> str:
+        lines = []
+        width = max((len(d.name) for _, d in self.offered()), default=0)
+        for _, definition in self.offered():
+            mark = "  " if definition.read_only else "w "
+            lines.append(f"{mark}{definition.name:<{width}}  {_first_sentence(definition.description)}")
+        off = [t.name for t in self.toolsets if t.name not in self.enabled]
+        lines.append(f"w = writes. `{self.distribution} call TOOL --help` for one tool's options.")
+        if off:
+            lines.append(f"Off: {', '.join(off)} (--toolsets all).")
+        return "\n".join(lines)
+
+    def _skill(self, argv: Sequence[str]) -> int:
+        from mcp_server_core.skills import skill_markdown, write_skill
+
+        parser = _Parser(prog=f"{self.distribution} skill", description="Write the Agent Skill for these commands.")
+        parser.add_argument("--output", metavar="DIR", help="write DIR/<name>/SKILL.md (default: print it)")
+        args = parser.parse_args(argv)
+        if args.output is None:
+            print(skill_markdown(self), end="")
+        else:
+            print(write_skill(self, args.output))
+        return EXIT_OK
+
+    def _call(self, argv: Sequence[str]) -> int:
+        if not argv or argv[0].startswith("-"):
+            if argv and argv[0] in ("-h", "--help"):
+                print(f"usage: {self.distribution} call TOOL [ARGS] [--json]\n\n{self.listing()}")
+                return EXIT_OK
+            raise _UsageError(f"name a tool: {self.distribution} tools lists them")
+        definition = self.find(argv[0])
+        parser, model = self._tool_parser(definition)
+        try:
+            parsed = parser.parse_args(argv[1:])
+        except SystemExit as exc:  # --help printed
+            return int(exc.code or 0)
+        as_json = parsed.json
+        try:
+            arguments = self._arguments(definition, model, vars(parsed))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{_option('.'.join(str(p) for p in e['loc']))}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False, include_context=False)
+            )
+            raise _UsageError(problems) from None
+        return self._run(definition, arguments, as_json=as_json)
+
+    # --- one tool as a command -----------------------------------------------------------------------------------
+
+    def _tool_parser(self, definition: ToolDefinition) -> tuple[argparse.ArgumentParser, type[BaseModel]]:
+        model = argument_model(definition)
+        schema = model.model_json_schema()
+        definitions = schema.get("$defs", {})
+        required = schema.get("required", [])
+        parser = _Parser(
+            prog=f"{self.distribution} call {definition.name}",
+            description=definition.description,
+            epilog="Prints the tool's text (--json: its structured result). Exit 0 ok, 1 tool failure, 2 usage.",
+        )
+        for name, prop in schema.get("properties", {}).items():
+            kind = _kind(prop, definitions)
+            described = prop.get("description") or next(
+                (v.get("description") for v in prop.get("anyOf", []) if v.get("description")), None
+            )
+            help_text = described or ""
+            if "default" in prop and prop["default"] is not None:
+                help_text += f" (default {json.dumps(prop['default'])})"
+            choices = prop.get("enum")
+            if name in required and kind != "flag":
+                # Given in order without a name, or by name: `call read_file src/a.py` = `--path src/a.py`.
+                parser.add_argument(
+                    f"{name}__positional",
+                    nargs="*" if kind in ("list", "scalar-or-list") else "?",
+                    metavar=name.upper(),
+                    help=help_text.strip() or None,
+                )
+            if kind == "flag":
+                parser.add_argument(_option(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text)
+            elif kind in ("list", "scalar-or-list"):
+                parser.add_argument(_option(name), dest=name, action="append", metavar="VALUE", help=help_text)
+            else:
+                parser.add_argument(
+                    _option(name),
+                    dest=name,
+                    metavar="JSON" if kind == "json" else "VALUE",
+                    choices=choices,
+                    help=help_text.strip() or None,
+                )
+        parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
+        return parser, model
+
+    def _arguments(self, definition: ToolDefinition, model: type[BaseModel], parsed: dict[str, Any]) -> dict[str, Any]:
+        schema = model.model_json_schema()
+        definitions = schema.get("$defs", {})
+        given: dict[str, Any] = {}
+        for name, prop in schema.get("properties", {}).items():
+            kind = _kind(prop, definitions)
+            value = parsed.get(name)
+            positional = parsed.get(f"{name}__positional")
+            if positional not in (None, []):
+                if value is not None:
+                    raise _UsageError(f"{name} given twice: by position and as {_option(name)}")
+                value = positional
+            if value is None:
+                continue
+            if kind == "json":
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise _UsageError(f"{_option(name)} takes JSON: {exc.msg} at character {exc.pos}") from None
+            elif kind == "scalar-or-list" and isinstance(value, list) and len(value) == 1:
+                value = value[0]
+            given[name] = value
+        validated = model.model_validate(given)
+        # The validated values themselves (nested models included), as fastmcp hands them to the function.
+        return {name: getattr(validated, name) for name in type(validated).model_fields}
+
+    def _run(self, definition: ToolDefinition, arguments: dict[str, Any], *, as_json: bool) -> int:
+        try:
+            result = definition.fn(**arguments)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
+        except ToolFailure as failure:
+            print(str(failure), file=sys.stderr)
+            return EXIT_FAILED
+        except Exception as exc:
+            logger.exception("tool %r failed unexpectedly", definition.name)
+            print(
+                redact(f"{definition.name} failed unexpectedly ({type(exc).__name__}); the details are in the log."),
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        answer = answer_of(result, definition.budget, definition.continue_hint)
+        if as_json:
+            print(json.dumps(_json_of(answer.text, answer.structured, answer.media), ensure_ascii=False))
+        else:
+            print(answer.text)
+        return EXIT_OK
+
+
+async def _awaited(result: Any) -> Any:
+    return await result
+
+
+def _json_of(text: str, structured: dict[str, Any] | None, media: Media | None) -> Any:
+    if media is not None:
+        return {"type": media.kind, "mimeType": media.mime_type, "data": media.data}
+    return structured if structured is not None else {"text": text}
+
+
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]

@@ -1,0 +1,206 @@
+"""The command-line track, for every server: the same tools as commands, answering what MCP answers.
+
+Each server is run as its users run it (`python -m mcp_server_X [server options] call TOOL ...`), beside the
+same server spoken to over stdio, so the comparison is of the two tracks as shipped, not of helpers in-process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_server_core.testing import StdioWire, python_module
+
+from tests.conftest import ROOT, SERVERS
+
+MCP_MODULES = ("fastmcp", "mcp", "mcp_types")
+
+
+@pytest.fixture(scope="module")
+def github_fake() -> Iterator[Any]:
+    spec = importlib.util.spec_from_file_location(
+        "commands_fake_github", ROOT / "packages/mcp-server-github/tests/fake_github.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    fake = module.FakeGitHub().start()
+    try:
+        yield module, fake
+    finally:
+        fake.stop()
+
+
+def _launch(server: str, tmp: Path, github_fake: Any) -> tuple[list[str], dict[str, str]]:
+    """argv of the server with its options, and its environment (tokens travel there, never on argv)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "SLACK_", "MCP_"))}
+    if server == "github":
+        module, fake = github_fake
+        env["GITHUB_TOKEN"] = module.TOKEN
+        return python_module("mcp_server_github", "--api-url", fake.url), env
+    if server == "filesystem":
+        (tmp / "src").mkdir(exist_ok=True)
+        (tmp / "src" / "app.py").write_text("def main():\n    return 42\n")
+    return SERVERS[server](tmp), env
+
+
+CALLS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    # server: (tool, MCP arguments, the same as command words)
+    "template": ("search_notes", {"query": "milk"}, ["milk"]),
+    "db": (
+        "run_query",
+        {"sql": "SELECT count(*) AS n FROM sqlite_master"},
+        ["SELECT count(*) AS n FROM sqlite_master"],
+    ),
+    "filesystem": ("search_text", {"query": "return 42"}, ["return 42"]),
+    "github": ("get_issue", {"repo": "acme/widgets", "number": 1}, ["acme/widgets", "1"]),
+    "slack": ("list_channels", {"limit": 5}, ["--limit", "5"]),
+}
+
+
+def _run(argv: list[str], env: dict[str, str], *words: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*argv, *words], capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("server", sorted(CALLS))
+def test_a_command_prints_exactly_the_text_the_mcp_result_carries(
+    server: str, tmp_path: Path, github_fake: Any
+) -> None:
+    argv, env = _launch(server, tmp_path, github_fake)
+    tool, arguments, words = CALLS[server]
+    if server == "template":
+        assert _run(argv, env, "call", "write_note", "shopping", "milk and bread").returncode == 0
+    with StdioWire(argv, env=env) as wire:
+        wire.initialize()
+        answer = wire.request("tools/call", {"name": tool, "arguments": arguments})["result"]
+    assert not answer.get("isError"), answer
+    command = _run(argv, env, "call", tool, *words)
+    assert command.returncode == 0, command.stderr
+    assert command.stdout == answer["content"][0]["text"] + "\n"
+    as_json = _run(argv, env, "call", tool, *words, "--json")
+    assert json.loads(as_json.stdout) == answer.get("structuredContent", {"text": answer["content"][0]["text"]})
+
+
+@pytest.mark.parametrize("server", sorted(CALLS))
+def test_a_command_imports_neither_fastmcp_nor_the_mcp_sdk(server: str, tmp_path: Path, github_fake: Any) -> None:
+    argv, env = _launch(server, tmp_path, github_fake)
+    tool, _, words = CALLS[server]
+    module = argv[argv.index("-m") + 1]
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = {[module, *argv[argv.index('-m') + 2 :], 'call', tool, *words]!r}\n"
+        "try:\n"
+        f"    runpy.run_module({module!r}, run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {MCP_MODULES!r})\n"
+        "print('LOADED', loaded, 'EXIT', code, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert "LOADED [] EXIT 0" in done.stderr, done.stderr[-2000:]
+
+
+def test_exit_status_says_which_side_failed(tmp_path: Path) -> None:
+    argv = SERVERS["template"](tmp_path)
+    env = dict(os.environ)
+    missing = _run(argv, env, "call", "read_note", "nope")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert "not found" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    unknown = _run(argv, env, "call", "read_nots")
+    assert unknown.returncode == 2
+    assert "read_note" in unknown.stderr
+    bad = _run(argv, env, "call", "write_note", "../escape", "x")
+    assert bad.returncode == 2
+    assert "--name" in bad.stderr
+    assert not (tmp_path / "escape").exists()
+    tool_help = _run(argv, env, "call", "write-note", "--help")  # dashes work as in any command
+    assert tool_help.returncode == 0
+    assert "--overwrite" in tool_help.stdout
+
+
+def test_read_only_holds_on_the_command_track_seen_from_outside(tmp_path: Path) -> None:
+    template = SERVERS["template"](tmp_path)
+    refused = _run([*template, "--read-only"], dict(os.environ), "call", "write_note", "x", "y")
+    assert refused.returncode == 2
+    assert "read-only" in refused.stderr
+    assert not (tmp_path / "notes").exists() or not any((tmp_path / "notes").iterdir())
+
+    db_argv = python_module("mcp_server_db", f"sqlite:///{tmp_path / 'guarded.db'}")
+    with sqlite3.connect(tmp_path / "guarded.db") as setup:
+        setup.execute("CREATE TABLE t (x INTEGER)")
+        setup.execute("INSERT INTO t VALUES (1)")
+    for sql in ("DELETE FROM t", "WITH d AS (DELETE FROM t RETURNING x) SELECT * FROM d", "SELECT 1; DELETE FROM t"):
+        done = _run(db_argv, dict(os.environ), "call", "run_query", sql)
+        assert done.returncode == 1, (sql, done.stdout)
+    with sqlite3.connect(tmp_path / "guarded.db") as second:
+        assert second.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    no_writes = _run(db_argv, dict(os.environ), "call", "execute_statement", "DELETE FROM t")
+    assert no_writes.returncode == 2  # not offered without --allow-write
+
+
+# --- Agent Skills ----------------------------------------------------------------------------------------------
+
+
+def _tokens(text: str) -> int:
+    """o200k_base tokens, counted offline (bpe-openai 0.1 opens its data with a deprecated importlib call)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        return len(bpe_openai.get_encoding("o200k_base").encode(text))
+
+
+def _front_matter(text: str) -> dict[str, str]:
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert match, "SKILL.md starts with YAML front matter"
+    import yaml
+
+    loaded = yaml.safe_load(match.group(1))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+@pytest.mark.parametrize("server", sorted(CALLS))
+def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
+    server: str, tmp_path: Path, github_fake: Any
+) -> None:
+    argv, env = _launch(server, tmp_path, github_fake)
+    skills = tmp_path / "skills"
+    written = _run(argv, env, "skill", "--output", str(skills))
+    assert written.returncode == 0, written.stderr
+    path = Path(written.stdout.strip())
+    text = path.read_text()
+    meta = _front_matter(text)
+    name, description = meta["name"], meta["description"]
+    assert name == path.parent.name == f"mcp-server-{server}"
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name)
+    assert len(name) <= 64
+    assert 1 <= len(description) <= 1024
+    resident = _tokens(f"{name}: {description}")
+    assert resident <= 80, resident
+    commands = re.findall(r"^- `(mcp-server-\S+ call [^\s`]+)", text, re.M)
+    assert len(commands) >= 3
+    for command in commands:
+        tool = shlex.split(command)[2]
+        helped = _run(argv, env, "call", tool, "--help")
+        assert helped.returncode == 0, (tool, helped.stderr)
+        assert tool in helped.stdout
+    lint = subprocess.run(
+        [sys.executable, "-m", "skillsaw", "lint", str(skills)], capture_output=True, text=True, timeout=120
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
