@@ -33,7 +33,7 @@ from mcp_server_core import (
     Unavailable,
     decode_cursor,
     encode_cursor,
-    take_within_budget,
+    report_progress,
 )
 from mcp_server_core.audit import audit_target
 from mcp_server_core.metrics import record_rate_limit_wait
@@ -57,6 +57,8 @@ _ETAG_ENTRIES = 256
 PAGE_BYTES = 12_000
 """About how much text one page of a list may bring (bodies count in full, up to their cut)."""
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+PER_PAGE_MAX = 100
+"""The most items GitHub sends in one page of any list."""
 
 
 class BoundedRetry(Retry):
@@ -260,7 +262,8 @@ class GitHubApi:
 
         A page whose items would not fit `budget` (long comment bodies) ends early; its cursor then holds the
         same GitHub page and how many items were shown, and reading on asks for that page again (a 304 against
-        the ETag, which costs no rate limit) and skips them.
+        the ETag, which costs no rate limit) and skips them. A `limit` above GitHub's 100 a page is read over
+        several of its pages.
         """
         scope = f"{path}\n{scope}"
         skip = 0
@@ -269,19 +272,35 @@ class GitHubApi:
             query: dict[str, Any] = dict(position["q"])
             skip = int(position.get("skip", 0))
         else:
-            query = {**(params or {}), "per_page": limit}
-        response = self.request("GET", path, params=query, what=what)
-        items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
-        if not isinstance(items, list):
-            items = []
-        rest = items[skip:]
-        shown = take_within_budget(rest, _weight, budget) if rest else 0
-        if shown < len(rest):
-            next_cursor: str | None = encode_cursor({"q": query, "skip": skip + shown}, scope=scope)
-        else:
+            # GitHub clamps per_page to 100 without saying so: ask for what it gives and page for the rest.
+            query = {**(params or {}), "per_page": min(limit, PER_PAGE_MAX)}
+        shown: list[Any] = []
+        next_cursor: str | None = None
+        first: Any = None
+        used = 0
+        while True:
+            response = self.request("GET", path, params=query, what=what)
+            if first is None:
+                first = response.data
+            items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
+            rest = (items if isinstance(items, list) else [])[skip:]
+            taken = 0
+            for item in rest[: limit - len(shown)]:
+                used += _weight(item)
+                if used > budget and (shown or taken):  # at least one item, so a page always makes progress
+                    break
+                taken += 1
+            shown += rest[:taken]
+            if taken < len(rest):
+                next_cursor = encode_cursor({"q": query, "skip": skip + taken}, scope=scope)
+                break
             following = _next_query(response.headers.get("link", ""))
-            next_cursor = encode_cursor({"q": following}, scope=scope) if following is not None else None
-        return Page(rest[:shown], next_cursor, response.data)
+            if following is None or len(shown) >= limit or used >= budget:
+                next_cursor = encode_cursor({"q": following}, scope=scope) if following is not None else None
+                break
+            report_progress(len(shown), limit, f"{len(shown)} of up to {limit} read")
+            query, skip = following, 0
+        return Page(shown, next_cursor, first)
 
     def login(self) -> str:
         """The authenticated user's login, asked once."""
