@@ -122,7 +122,9 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         tail_lines: Annotated[int, Field(ge=1, le=2000)] = 200,
     ) -> str:
         """Use to read the end of a CI job's log, where the error usually is."""
-        response = api.request("GET", f"/repos/{repo}/actions/jobs/{job_id}/logs", what=f"log of job {job_id}")
+        response = api.request(
+            "GET", f"/repos/{repo}/actions/jobs/{job_id}/logs", what=f"log of job {job_id}", follow=False
+        )
         location = response.headers.get("location")
         if response.status == 302 and location:
             # A short-lived signed URL on GitHub's storage: no token goes with it. Only the tail is fetched.

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import github
 import requests
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, RequestsResponse
 from mcp_server_core import (
     Conflict,
     InvalidArgument,
@@ -49,6 +50,7 @@ from mcp_server_github.settings import GitHubSettings
 logger = logging.getLogger(__name__)
 
 _REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
+_REPO_BY_ID = re.compile(r"^/repositories/(?P<id>\d+)(?P<rest>/.*)?$")
 # Paths that name no repository; with an allow-list, nothing else is sent.
 _UNSCOPED = re.compile(r"^/(?:user|rate_limit|users/[^/]+|search/users)$")
 _SEARCH = re.compile(r"^/search/(?:issues|code|repositories|commits)$")
@@ -145,6 +147,34 @@ class Page:
     data: Any
 
 
+class _Moved(Exception):
+    """A 301, carried past PyGithub: it would follow one itself, to the new path without the query string."""
+
+    def __init__(self, status: int, headers: dict[str, Any], text: str) -> None:
+        super().__init__(status)
+        self.status, self.headers, self.text = status, headers, text
+
+
+def _stop_at_301(response: RequestsResponse) -> RequestsResponse:
+    if response.status == 301:
+        raise _Moved(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    return response
+
+
+class _HttpConnection(HTTPRequestsConnectionClass):
+    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
+
+    def getresponse(self) -> RequestsResponse:
+        return _stop_at_301(super().getresponse())
+
+
+class _HttpsConnection(HTTPSRequestsConnectionClass):
+    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
+
+    def getresponse(self) -> RequestsResponse:
+        return _stop_at_301(super().getresponse())
+
+
 class GitHubApi:
     """PyGithub's client, reached only through `request` so every call is checked, counted and translated."""
 
@@ -164,12 +194,37 @@ class GitHubApi:
             seconds_between_writes=settings.write_interval_s or None,
             lazy=True,
         )
+        self._origin = urlsplit(self.api_url)
+        self._connections = threading.local()  # PyGithub's connection holds one request at a time: one per thread
+        self._opened: list[HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass] = []
+        self._repository_names: dict[str, str] = {}
         self._etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
         self._etag_lock = threading.Lock()
         self._login: str | None = None
 
     def close(self) -> None:
         self.github.close()
+        for connection in self._opened:
+            connection.close()
+
+    def _connection(self) -> HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass:
+        connection: HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass | None = getattr(
+            self._connections, "connection", None
+        )
+        if connection is None:
+            kind = _HttpsConnection if self._origin.scheme == "https" else _HttpConnection
+            options = self.github.requester.kwargs
+            connection = kind(
+                self._origin.hostname or "",
+                self._origin.port,
+                timeout=options["timeout"],
+                retry=options["retry"],
+                pool_size=options["pool_size"],
+                verify=options["verify"],
+            )
+            self._connections.connection = connection
+            self._opened.append(connection)
+        return connection
 
     # --- the allow-list: one check, before anything is sent ------------------------------------------------
 
@@ -200,8 +255,17 @@ class GitHubApi:
         body: Any = None,
         accept: str | None = None,
         what: str | None = None,
+        follow: bool = True,
+        moved_from: str | None = None,
     ) -> Response:
-        """One request; a failure becomes a `ToolFailure` saying what to do."""
+        """One request; a failure becomes a `ToolFailure` saying what to do.
+
+        A redirect within the API is followed once, whole: a read keeps its query, a write (307/308) is sent
+        again with the same method and body, and the allow-list is checked against the new location first.
+        Only a 2xx answer counts as done. With `follow=False` a redirect elsewhere (a signed download URL) comes
+        back as it is, for the caller to fetch without the token.
+        """
+        what = what or f"{verb} {path}"
         self.check_path(path, params)
         if verb != "GET" and (repository := _REPO_PATH.match(path)):
             audit_target(f"github:{repository['owner']}/{repository['repo']}")  # a write's target, for its audit line
@@ -216,8 +280,32 @@ class GitHubApi:
             if cached is not None:
                 # A 304 answer does not count against the primary rate limit.
                 headers["If-None-Match"] = cached[0]
+        status, response_headers, text = self._send(verb, path, query, headers, body)
+        if status == 304 and cached is not None:
+            # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
+            return cached[1]
+        data = _parse(text, response_headers)
+        if status >= 400:
+            raise failure(status, response_headers, data, what)
+        response = Response(status, response_headers, data, text)
+        if 300 <= status < 400:
+            return self._redirected(verb, path, query, body, accept, what, response, follow, moved_from)
+        etag = response_headers.get("etag")
+        if key and etag and status == 200:
+            with self._etag_lock:
+                self._etags[key] = (etag, response)
+                self._etags.move_to_end(key)
+                while len(self._etags) > _ETAG_ENTRIES:
+                    self._etags.popitem(last=False)
+        return response
+
+    def _send(
+        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, Any], str]:
         try:
-            status, response_headers, text = self.github.requester.requestJson(verb, path, query, headers, body)
+            return self.github.requester.requestJson(verb, path, query, headers, body, cnx=self._connection())
+        except _Moved as moved:
+            return moved.status, moved.headers, moved.text
         except requests.RequestException as exc:
             if _timed_out(exc):
                 raise Unavailable(
@@ -227,21 +315,93 @@ class GitHubApi:
                 f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
                 hint="Check the network or GITHUB_API_URL, then retry.",
             ) from None
-        if status == 304 and cached is not None:
-            # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
-            return cached[1]
-        data = _parse(text, response_headers)
-        if status >= 400:
-            raise failure(status, response_headers, data, what or f"{verb} {path}")
-        response = Response(status, response_headers, data, text)
-        etag = response_headers.get("etag")
-        if key and etag and status == 200:
-            with self._etag_lock:
-                self._etags[key] = (etag, response)
-                self._etags.move_to_end(key)
-                while len(self._etags) > _ETAG_ENTRIES:
-                    self._etags.popitem(last=False)
-        return response
+
+    def _redirected(
+        self,
+        verb: str,
+        path: str,
+        query: dict[str, Any],
+        body: Any,
+        accept: str | None,
+        what: str,
+        response: Response,
+        follow: bool,
+        moved_from: str | None,
+    ) -> Response:
+        """What a 3xx answer means: followed once within the API, handed back, or said in words; never "done"."""
+        location = str(response.headers.get("location") or "")
+        target = self._api_location(location)
+        old = _REPO_PATH.match(moved_from or path)
+        old_name = f"{old['owner']}/{old['repo']}" if old else path
+        if target is None:
+            if not follow and verb == "GET":
+                return response
+            elsewhere = urlsplit(location).netloc or "no location"
+            raise Unavailable(
+                f"GitHub answered {what} with HTTP {response.status}, a redirect to {elsewhere} outside its API;"
+                " it was not followed, so the token stays with GitHub"
+                + ("; nothing was written." if verb != "GET" else "."),
+                hint="Check the owner/name and path; if it persists, open the item on github.com.",
+            )
+        new_path, new_query = target
+        new = _REPO_PATH.match(new_path)
+        new_name = f"{new['owner']}/{new['repo']}" if new else new_path
+        moved = f"{old_name} has moved to {new_name}" if old and new and old_name != new_name else None
+        # A write is repeated only where GitHub asks for the same method again (307/308); once, never in a loop.
+        repeatable = verb == "GET" or response.status in (307, 308)
+        if moved_from is not None or not repeatable:
+            raise InvalidArgument(
+                f"{moved or f'GitHub redirected {what} (HTTP {response.status})'}; {what} was not done.",
+                hint=f"Use the new name {new_name} and retry."
+                if moved
+                else "Retry once; if it persists, check the name.",
+            )
+        if new and not self.allow.allows(new["owner"], new["repo"]):
+            raise Refused(
+                f"{moved or f'GitHub redirected {what} to {new_name}'}, outside this server's allow-list"
+                f" ({', '.join(self.allow.entries)}); nothing was sent there.",
+                hint="Work within the listed repositories; the user can widen --repos if they mean to.",
+            )
+        if moved:
+            logger.info("%s; following GitHub's redirect", moved)
+        return self.request(
+            verb,
+            new_path,
+            params={**query, **new_query},
+            body=body,
+            accept=accept,
+            what=what,
+            follow=follow,
+            moved_from=moved_from or path,
+        )
+
+    def _api_location(self, location: str) -> tuple[str, dict[str, str]] | None:
+        """The API path (a repository by name) and query a Location names, or None when it leads elsewhere."""
+        if not location:
+            return None
+        parts = urlsplit(location)
+        same_origin = not parts.netloc or (parts.scheme, parts.netloc) == (self._origin.scheme, self._origin.netloc)
+        prefix = self._origin.path.rstrip("/")
+        if not same_origin or not parts.path.startswith(prefix + "/"):
+            return None
+        path = parts.path[len(prefix) :]
+        by_id = _REPO_BY_ID.match(path)
+        if by_id:
+            # GitHub names a renamed or transferred repository by id; its name is what the allow-list knows.
+            path = f"/repos/{self._repository_name(by_id['id'])}{by_id['rest'] or ''}"
+        return path, dict(parse_qsl(parts.query))
+
+    def _repository_name(self, repository_id: str) -> str:
+        name = self._repository_names.get(repository_id)
+        if name is None:
+            status, headers, text = self._send(
+                "GET", f"/repositories/{repository_id}", {}, {"Accept": "application/vnd.github+json"}, None
+            )
+            data = _parse(text, headers)
+            if status >= 300 or not isinstance(data, dict) or not isinstance(data.get("full_name"), str):
+                raise failure(status if status >= 400 else 502, headers, data, f"repository {repository_id}")
+            name = self._repository_names[repository_id] = data["full_name"]
+        return name
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs).data
