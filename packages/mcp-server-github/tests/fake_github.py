@@ -260,6 +260,7 @@ class FakeGitHub:
         ]
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
+        self._issue(widgets, 44, "Issue number 44", "bob", "CONTRIBUTOR")  # opened without a description
         self._issue(widgets, 1, "Crash on start", "alice", "OWNER", body="It **crashes**.", labels=["bug"])
         for n, (who, assoc) in enumerate([("bob", "MEMBER"), ("mallory", "NONE"), ("alice", "OWNER")], 1):
             self._comment(widgets, 1, who, assoc, f"Comment {n} on the crash.")
@@ -294,6 +295,18 @@ class FakeGitHub:
             for n in range(3)
         ]
         widgets.releases = [
+            # A draft: GitHub sends null for its publication date, and for a name and notes not written yet.
+            {
+                "id": 6,
+                "tag_name": "v2.0-rc1",
+                "name": None,
+                "body": None,
+                "draft": True,
+                "prerelease": True,
+                "created_at": NOW,
+                "published_at": None,
+                "author": USERS["alice"],
+            },
             {
                 "id": 5,
                 "tag_name": "v1.0",
@@ -301,6 +314,7 @@ class FakeGitHub:
                 "body": "Notes <!-- hidden -->for v1.0",
                 "draft": False,
                 "prerelease": False,
+                "created_at": NOW,
                 "published_at": NOW,
                 "author": USERS["alice"],
             },
@@ -321,6 +335,9 @@ class FakeGitHub:
             }
             for n in range(3)
         ]
+        # A run still going: no conclusion yet, and (pushed by a tag) no branch.
+        widgets.runs.append({**widgets.runs[-1], "id": 703, "status": "in_progress", "conclusion": None})
+        widgets.runs.append({**widgets.runs[-1], "id": 704, "status": "queued", "head_branch": None})
         widgets.jobs[700] = [
             {
                 "id": 9001,
@@ -383,7 +400,7 @@ class FakeGitHub:
             "updated_at": f"2026-11-{(number % 28) + 1:02d}T11:00:00Z",
             "closed_at": None,
             "author_association": assoc,
-            "body": body,
+            "body": body or None,  # GitHub sends null for an issue opened without a description
             "reactions": {"total_count": 0, "+1": 0, "-1": 0},
         }
         if pull:
@@ -1344,7 +1361,7 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
     hits = [i for r in repos for i in r.issues.values() if bool(i.get("pull_request")) == pulls]
     if "is:open" in query:
         hits = [i for i in hits if i["state"] == "open"]
-    hits = [i for i in hits if all(w in (i["title"] + " " + i["body"]).lower() for w in words)]
+    hits = [i for i in hits if all(w in (i["title"] + " " + (i["body"] or "")).lower() for w in words)]
     return Paged(
         [{**i, "score": 1.0} for i in hits],
         "/search/issues",

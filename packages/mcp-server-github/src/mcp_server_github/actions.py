@@ -12,7 +12,7 @@ from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
-from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line
+from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line, said
 
 LOG_BYTES = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -64,8 +64,9 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         )
         items = [run_shape(r) for r in page.items]
         lines = [
-            f"{i['id']} {i.get('conclusion') or i.get('status')} {i.get('workflow')}: {i.get('title', '')}"
-            f" ({i.get('event')} on {i.get('branch')} {i.get('sha')}, {i.get('created')})"
+            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('workflow'))}: {i.get('title', '')}"
+            f" ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')} {said(i.get('sha'), 'no commit')},"
+            f" {said(i.get('created'))})"
             for i in items
         ]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
@@ -107,7 +108,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
                 )
             )
         lines = [
-            f"{i['id']} {i.get('conclusion') or i.get('status')} {i.get('name')}"
+            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('name'))}"
             + (f"; failed steps: {', '.join(i['failed_steps'])}" if i.get("failed_steps") else "")
             for i in items
         ]

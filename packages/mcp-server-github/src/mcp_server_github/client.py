@@ -469,6 +469,20 @@ class GitHubApi:
         return self._login
 
 
+def required(data: Any, *keys: str, what: str, applied: bool = False) -> Any:
+    """A field GitHub documents in a successful answer, or a failure that says it is missing (not a KeyError)."""
+    value = data
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    if value is None:
+        raise Unavailable(
+            f"GitHub's answer to {what} lacks {'.'.join(keys)}"
+            + ("; it may have been applied all the same." if applied else "."),
+            hint="Check the current state before retrying, so nothing is done twice." if applied else "Retry shortly.",
+        )
+    return value
+
+
 def _timed_out(exc: requests.RequestException) -> bool:
     """Whether GitHub took too long to answer, however requests words it.
 
