@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import requests
-from mcp_server_core import Cursor, Limit, Toolset, Unavailable
+from mcp_server_core import Cursor, Limit, Toolset, Unavailable, report_progress
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
@@ -129,6 +129,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         location = response.headers.get("location")
         if response.status == 302 and location:
             # A short-lived signed URL on GitHub's storage: no token goes with it. Only the tail is fetched.
+            report_progress(1, 2, f"downloading the log of job {job_id}")
             try:
                 blob = requests.get(location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30)
             except requests.RequestException as exc:

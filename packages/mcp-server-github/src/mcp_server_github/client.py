@@ -35,6 +35,7 @@ from mcp_server_core import (
     decode_cursor,
     encode_cursor,
     report_progress,
+    upstream_span,
 )
 from mcp_server_core.audit import audit_target
 from mcp_server_core.metrics import record_rate_limit_wait
@@ -303,7 +304,8 @@ class GitHubApi:
         self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
     ) -> tuple[int, dict[str, Any], str]:
         try:
-            return self.github.requester.requestJson(verb, path, query, headers, body, cnx=self._connection())
+            with upstream_span("github", f"{verb} {path_template(path)}"):
+                return self.github.requester.requestJson(verb, path, query, headers, body, cnx=self._connection())
         except _Moved as moved:
             return moved.status, moved.headers, moved.text
         except requests.RequestException as exc:
@@ -467,6 +469,54 @@ class GitHubApi:
         if self._login is None:
             self._login = str(self.get("/user", what="the authenticated user")["login"])
         return self._login
+
+
+# How GitHub's REST description names the values in the paths this server sends: a segment after one of these
+# words is a value (an issue number, a run id); after the others the rest of the path is one value (a file path,
+# a ref with slashes). Every other segment is a fixed word only if listed; anything else is a placeholder, so no
+# value can reach a span's name.
+_VALUE_AFTER = {
+    "branches": "{branch}",
+    "comments": "{comment_id}",
+    "commits": "{ref}",
+    "compare": "{basehead}",
+    "issues": "{issue_number}",
+    "jobs": "{job_id}",
+    "pulls": "{pull_number}",
+    "releases": "{release_id}",
+    "repositories": "{repository_id}",
+    "reviews": "{review_id}",
+    "runs": "{run_id}",
+    "trees": "{tree_sha}",
+    "users": "{username}",
+    "workflows": "{workflow_id}",
+}
+_REST_AFTER = {"contents": "{path}", "ref": "{ref}", "refs": "{ref}"}
+_WORDS = frozenset(
+    {*_VALUE_AFTER, *_REST_AFTER, "actions", "check-runs", "code", "files", "forks", "git", "labels", "logs"}
+    | {"merge", "rate_limit", "repos", "search", "status", "tags", "user"}
+)
+
+
+def path_template(path: str) -> str:
+    """The path as GitHub's REST description spells it (`/repos/{owner}/{repo}/issues/{issue_number}`): the
+    operation a span is named for, never the values."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    out: list[str] = []
+    if parts[:1] == ["repos"]:
+        out, parts = ["repos", "{owner}", "{repo}"], parts[3:]
+    for part in parts:
+        previous = out[-1] if out else ""
+        if previous in _REST_AFTER:
+            out.append(_REST_AFTER[previous])
+            break
+        if previous in _VALUE_AFTER:
+            out.append("{commit_sha}" if out[-2:-1] == ["git"] and previous == "commits" else _VALUE_AFTER[previous])
+        else:
+            out.append(part if part in _WORDS else "{value}")
+    if out[-1:] == ["contents"]:
+        out.append("{path}")  # the repository's root: the same operation with an empty path
+    return "/" + "/".join(out)
 
 
 def required(data: Any, *keys: str, what: str, applied: bool = False) -> Any:

@@ -9,7 +9,17 @@ import re
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from mcp_server_core import Conflict, Cursor, InvalidArgument, Limit, Rendered, Toolset, decode_cursor, encode_cursor
+from mcp_server_core import (
+    Conflict,
+    Cursor,
+    InvalidArgument,
+    Limit,
+    Rendered,
+    Toolset,
+    decode_cursor,
+    encode_cursor,
+    report_progress,
+)
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_github.client import GitHubApi, required
@@ -451,6 +461,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         if not files and not delete:
             raise InvalidArgument("Nothing to push.", hint="Give files to write or paths to delete.")
         ref = f"/repos/{repo}/git/ref/heads/{file_path(branch)}"
+        # Five requests, the tree carrying every file: progress says which step a slow push is at.
+        report_progress(0, 5, f"reading branch {branch}")
         head = required(api.get(ref, what=f"branch {branch} of {repo}"), "object", "sha", what=f"branch {branch}")
         if expected_sha and head != expected_sha:
             raise Conflict(
@@ -459,6 +471,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             )
         base_commit = api.get(f"/repos/{repo}/git/commits/{head}", what=f"commit {head}")
         base_tree = required(base_commit, "tree", "sha", what=f"commit {head}")
+        report_progress(2, 5, f"sending {len(files)} files, {len(delete)} deletions")
         entries: list[dict[str, Any]] = [
             {"path": f.path.strip("/"), "mode": "100644", "type": "blob", "content": f.content} for f in files
         ]
@@ -466,6 +479,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         tree = api.request(
             "POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries}, what="creating the tree"
         ).data
+        report_progress(3, 5, "creating the commit")
         commit = api.request(
             "POST",
             f"/repos/{repo}/git/commits",
@@ -473,6 +487,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             what="creating the commit",
         ).data
         new_commit = required(commit, "sha", what="creating the commit")
+        report_progress(4, 5, f"moving {branch}")
         # force=false: GitHub refuses (422) if the branch moved since we read it, instead of dropping that work.
         api.request(
             "PATCH",
