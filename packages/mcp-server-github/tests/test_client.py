@@ -286,3 +286,15 @@ async def test_file_contents_answered_302_to_another_host_say_why_they_are_not_r
     assert "s3cr3t" not in text
     assert "thing" not in text
     assert fake.count() == 1
+
+
+async def test_a_redirect_to_a_repository_github_will_not_name_is_not_followed_under_an_allow_list(
+    fake: FakeGitHub,
+) -> None:
+    fake.redirect(r"/issues$", 301, "/repositories/999999/issues")
+    async with Client(server_for(fake, repos=[REPO])) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("list_issues", {"repo": REPO})
+    assert result.is_error
+    assert text_of(result).startswith("GitHub redirected issues of acme/widgets to repository id 999999 and would not")
+    assert [r.path for r in fake.requests] == [f"/repos/{REPO}/issues", "/repositories/999999"]

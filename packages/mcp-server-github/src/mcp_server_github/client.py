@@ -331,10 +331,20 @@ class GitHubApi:
         moved_from: str | None,
     ) -> Response:
         """What a 3xx answer means: followed once within the API, handed back, or said in words; never "done"."""
-        location = str(response.headers.get("location") or "")
-        target = self._api_location(location)
+        answer = response.data if isinstance(response.data, dict) else {}
+        # GitHub's documented redirect body carries the new URL too, for a client that lost the header.
+        location = str(response.headers.get("location") or answer.get("url") or "")
         old = _REPO_PATH.match(moved_from or path)
         old_name = f"{old['owner']}/{old['repo']}" if old else path
+        if not location:
+            raise InvalidArgument(
+                f"GitHub answered {what} with HTTP {response.status} (moved) without saying where;"
+                + (" nothing was written." if verb != "GET" else " nothing was read."),
+                hint=f"Find the new name of {old_name} (search_repositories) and use it."
+                if old
+                else "Check the name and path.",
+            )
+        target = self._api_location(location, what)
         if target is None:
             if not follow and verb == "GET":
                 return response
@@ -377,10 +387,8 @@ class GitHubApi:
             moved_from=moved_from or path,
         )
 
-    def _api_location(self, location: str) -> tuple[str, dict[str, str]] | None:
+    def _api_location(self, location: str, what: str) -> tuple[str, dict[str, str]] | None:
         """The API path (a repository by name) and query a Location names, or None when it leads elsewhere."""
-        if not location:
-            return None
         parts = urlsplit(location)
         same_origin = not parts.netloc or (parts.scheme, parts.netloc) == (self._origin.scheme, self._origin.netloc)
         prefix = self._origin.path.rstrip("/")
@@ -390,19 +398,30 @@ class GitHubApi:
         by_id = _REPO_BY_ID.match(path)
         if by_id:
             # GitHub names a renamed or transferred repository by id; its name is what the allow-list knows.
-            path = f"/repos/{self._repository_name(by_id['id'])}{by_id['rest'] or ''}"
+            name = self._repository_name(by_id["id"])
+            if name is not None:
+                path = f"/repos/{name}{by_id['rest'] or ''}"
+            elif self.allow:
+                raise Refused(
+                    f"GitHub redirected {what} to repository id {by_id['id']} and would not name it; with an"
+                    " allow-list, a repository without a name is not reached. Nothing was sent there.",
+                    hint="Find the repository's new name (search_repositories) and use it if it is listed.",
+                )
         return path, dict(parse_qsl(parts.query))
 
-    def _repository_name(self, repository_id: str) -> str:
+    def _repository_name(self, repository_id: str) -> str | None:
+        """owner/name of a repository by id, or None. `/repositories/{id}` works on GitHub though its REST
+        description leaves it out, so a server built from the description may not know it."""
         name = self._repository_names.get(repository_id)
         if name is None:
             status, headers, text = self._send(
                 "GET", f"/repositories/{repository_id}", {}, {"Accept": "application/vnd.github+json"}, None
             )
             data = _parse(text, headers)
-            if status >= 300 or not isinstance(data, dict) or not isinstance(data.get("full_name"), str):
-                raise failure(status if status >= 400 else 502, headers, data, f"repository {repository_id}")
-            name = self._repository_names[repository_id] = data["full_name"]
+            full_name = data.get("full_name") if isinstance(data, dict) and status == 200 else None
+            if not isinstance(full_name, str) or not _REPO_PATH.match(f"/repos/{full_name}"):
+                return None
+            name = self._repository_names[repository_id] = full_name
         return name
 
     def get(self, path: str, **kwargs: Any) -> Any:
