@@ -117,6 +117,9 @@ class Reply(Exception):
         self.status, self.body, self.headers = status, body, headers or {}
 
 
+_REDIRECT_DOCS = "https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects"
+
+
 def _error(status: int, message: str, **extra: Any) -> Reply:
     return Reply(status, {"message": message, "documentation_url": "https://docs.github.com/rest", **extra})
 
@@ -136,6 +139,8 @@ class FakeGitHub:
         self.retry_after = 1
         self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
+        self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
+        self.redirects: list[tuple[str, int, str]] = []  # (path regex, status, location path): one answer each
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -143,8 +148,13 @@ class FakeGitHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        # Logs and archives come from another host (GitHub's storage), by signed URL: no token goes there.
+        self._blob_server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._blob_server.daemon_threads = True
+        self.blob_url = f"http://127.0.0.1:{self._blob_server.server_address[1]}"
         # A short poll: shutdown() waits up to one interval, once per test.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+        self._blob_thread = threading.Thread(target=self._blob_server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def user(self) -> str | None:
@@ -159,11 +169,13 @@ class FakeGitHub:
 
     def start(self) -> FakeGitHub:
         self._thread.start()
+        self._blob_thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        for server in (self._server, self._blob_server):
+            server.shutdown()
+            server.server_close()
 
     close = stop  # contextlib.closing
 
@@ -173,6 +185,18 @@ class FakeGitHub:
 
     def fail(self, path_pattern: str, status: int, times: int = 1) -> None:
         self.failures.append((path_pattern, status, times))
+
+    def rename(self, old: str, new: str) -> Repo:
+        """Rename (or transfer) a repository: GitHub then answers its old name with 301 on reads, 307 on writes."""
+        repo = self.repos.pop(old.lower())
+        repo.owner, repo.name = new.split("/")
+        self.repos[new.lower()] = repo
+        self.moved[old.lower()] = repo.rid
+        return repo
+
+    def redirect(self, path_pattern: str, status: int, location: str) -> None:
+        """Answer the next request whose path matches with `status` and a Location of this API's `location`."""
+        self.redirects.append((path_pattern, status, location))
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -236,6 +260,7 @@ class FakeGitHub:
         ]
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
+        self._issue(widgets, 44, "Issue number 44", "bob", "CONTRIBUTOR")  # opened without a description
         self._issue(widgets, 1, "Crash on start", "alice", "OWNER", body="It **crashes**.", labels=["bug"])
         for n, (who, assoc) in enumerate([("bob", "MEMBER"), ("mallory", "NONE"), ("alice", "OWNER")], 1):
             self._comment(widgets, 1, who, assoc, f"Comment {n} on the crash.")
@@ -270,6 +295,18 @@ class FakeGitHub:
             for n in range(3)
         ]
         widgets.releases = [
+            # A draft: GitHub sends null for its publication date, and for a name and notes not written yet.
+            {
+                "id": 6,
+                "tag_name": "v2.0-rc1",
+                "name": None,
+                "body": None,
+                "draft": True,
+                "prerelease": True,
+                "created_at": NOW,
+                "published_at": None,
+                "author": USERS["alice"],
+            },
             {
                 "id": 5,
                 "tag_name": "v1.0",
@@ -277,6 +314,7 @@ class FakeGitHub:
                 "body": "Notes <!-- hidden -->for v1.0",
                 "draft": False,
                 "prerelease": False,
+                "created_at": NOW,
                 "published_at": NOW,
                 "author": USERS["alice"],
             },
@@ -297,6 +335,9 @@ class FakeGitHub:
             }
             for n in range(3)
         ]
+        # A run still going: no conclusion yet, and (pushed by a tag) no branch.
+        widgets.runs.append({**widgets.runs[-1], "id": 703, "status": "in_progress", "conclusion": None})
+        widgets.runs.append({**widgets.runs[-1], "id": 704, "status": "queued", "head_branch": None})
         widgets.jobs[700] = [
             {
                 "id": 9001,
@@ -359,7 +400,7 @@ class FakeGitHub:
             "updated_at": f"2026-11-{(number % 28) + 1:02d}T11:00:00Z",
             "closed_at": None,
             "author_association": assoc,
-            "body": body,
+            "body": body or None,  # GitHub sends null for an issue opened without a description
             "reactions": {"total_count": 0, "+1": 0, "-1": 0},
         }
         if pull:
@@ -464,6 +505,14 @@ class FakeGitHub:
                     del self.failures[index]
                 raise _error(status, "Server Error" if status >= 500 else "Failure")
         self.remaining = max(self.remaining - 1, 1)
+        self._follow_moves(method, path, query)
+        by_id = re.fullmatch(r"/repositories/(\d+)(/.*)?", path)
+        if by_id and by_id[2]:
+            # GitHub serves a repository's endpoints under its id as under its name.
+            repo = next((r for r in self.repos.values() if r.rid == int(by_id[1])), None)
+            if repo is None:
+                raise _error(404, "Not Found")
+            path = f"/repos/{repo.full_name}{by_id[2]}"
         for verb, pattern, route in ROUTES:
             match = re.fullmatch(pattern, path)
             if match and verb == method:
@@ -472,6 +521,28 @@ class FakeGitHub:
                     return result
                 return self._ok(method, path, query, headers, result)
         raise _error(404, "Not Found")
+
+    def _follow_moves(self, method: str, path: str, query: dict[str, str]) -> None:
+        """GitHub's answers for a moved repository, documented in "Follow redirects" of its REST best practices:
+        301 to reads and 307 to writes, Location naming the repository by id with the rest of the path and the
+        query, and a body with the new URL."""
+        match = next((n for n, (pattern, _, _) in enumerate(self.redirects) if re.search(pattern, path)), None)
+        if match is not None:
+            _, status, location = self.redirects.pop(match)
+        else:
+            old = re.match(r"/repos/([^/]+/[^/]+)(/.*)?$", path)
+            if old is None or old[1].lower() not in self.moved:
+                return
+            location = f"/repositories/{self.moved[old[1].lower()]}{old[2] or ''}"
+            status = 301 if method == "GET" else 307
+        base = "" if location.startswith("http") else self.url + self.prefix
+        url = base + location + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+        message = {301: "Moved Permanently", 302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect"}
+        raise Reply(
+            status,
+            {"message": message.get(status, "Redirect"), "url": url, "documentation_url": _REDIRECT_DOCS},
+            {"Location": url},
+        )
 
     def _ok(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], result: Any
@@ -682,6 +753,14 @@ def _user_profile(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
 
 def _get_repo(fake: FakeGitHub, m: re.Match[str], write: bool = False) -> Repo:
     return fake.repo(m["owner"], m["name"], write=write)
+
+
+@route("GET", r"/repositories/(?P<rid>\d+)")
+def _repo_by_id(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
+    repo = next((r for r in fake.repos.values() if r.rid == int(m["rid"])), None)
+    if repo is None or (repo.private and fake.user is None):
+        raise _error(404, "Not Found")
+    return fake.repo_json(repo)
 
 
 @route("GET", R)
@@ -1254,7 +1333,7 @@ def _job_logs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
     job = int(m["job"])
     if job not in fake.logs:
         raise _error(404, "Not Found")
-    return 302, {"Location": f"{fake.url}/_blobs/job-logs-{job}.txt?sig=abc", **fake._rate_headers()}, b""
+    return 302, {"Location": f"{fake.blob_url}/_blobs/job-logs-{job}.txt?sig=abc", **fake._rate_headers()}, b""
 
 
 def _search_scope(fake: FakeGitHub, query: str) -> tuple[list[Repo], list[str]]:
@@ -1282,7 +1361,7 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
     hits = [i for r in repos for i in r.issues.values() if bool(i.get("pull_request")) == pulls]
     if "is:open" in query:
         hits = [i for i in hits if i["state"] == "open"]
-    hits = [i for i in hits if all(w in (i["title"] + " " + i["body"]).lower() for w in words)]
+    hits = [i for i in hits if all(w in (i["title"] + " " + (i["body"] or "")).lower() for w in words)]
     return Paged(
         [{**i, "score": 1.0} for i in hits],
         "/search/issues",

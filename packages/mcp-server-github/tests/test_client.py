@@ -176,3 +176,125 @@ async def test_a_persistent_server_error_fails_after_one_retry(fake: FakeGitHub)
     assert result.is_error
     assert text_of(result) == "GitHub failed on issue acme/widgets#2 (HTTP 503). Retry in a minute."
     assert fake.count() == 2
+
+
+# --- redirects: a renamed or transferred repository, as GitHub documents its answers -------------------------
+
+
+async def test_a_read_of_a_renamed_repository_follows_the_301_with_its_filters_and_page(fake: FakeGitHub) -> None:
+    fake.rename(REPO, "acme/gadgets")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool("list_issues", {"repo": REPO, "labels": ["bug"], "limit": 5})
+    assert [i["number"] for i in result.structured_content["items"]] == [1]
+    followed = fake.requests[-1]
+    assert followed.path == "/repos/acme/gadgets/issues"
+    assert (followed.query["labels"], followed.query["per_page"]) == ("bug", "5")
+
+
+async def test_a_write_answered_307_is_sent_again_once_at_the_new_location(fake: FakeGitHub) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        created = await client.call_tool("create_issue", {"repo": REPO, "title": "Moved along", "body": "b"})
+        comment = await client.call_tool("add_issue_comment", {"repo": REPO, "number": 2, "body": "still here"})
+    assert "#47" in text_of(created)
+    assert gadgets.issues[47]["title"] == "Moved along"
+    assert [c["body"] for c in gadgets.comments[2]] == ["still here"]
+    assert "acme/gadgets/issues/2#issuecomment" in text_of(comment)
+    writes = [(r.method, r.path, r.body) for r in fake.requests if r.method != "GET"]
+    assert writes[:2] == [
+        ("POST", f"/repos/{REPO}/issues", {"title": "Moved along", "body": "b"}),
+        ("POST", "/repos/acme/gadgets/issues", {"title": "Moved along", "body": "b"}),
+    ]
+
+
+async def test_a_write_redirected_outside_the_allow_list_is_refused_and_nothing_is_written(fake: FakeGitHub) -> None:
+    fake.rename(REPO, "mallory/gadgets")
+    async with Client(server_for(fake, repos=[REPO])) as client:
+        before = fake.snapshot()
+        fake.reset_requests()
+        result = await client.call_tool_mcp("update_issue", {"repo": REPO, "number": 2, "state": "closed"})
+    assert result.is_error
+    assert text_of(result).startswith(
+        "acme/widgets has moved to mallory/gadgets, outside this server's allow-list (acme/widgets);"
+        " nothing was sent there."
+    )
+    assert fake.snapshot() == before
+    assert not any("gadgets" in r.path for r in fake.requests if r.method != "GET")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "path"),
+    [
+        pytest.param("merge_pull_request", {"repo": REPO, "number": 46}, r"/pulls/46/merge$", id="merge-pull-request"),
+        pytest.param(
+            "create_branch", {"repo": REPO, "branch": "feature-x", "from_ref": "main"}, r"/git/refs$", id="branch"
+        ),
+        pytest.param(
+            "create_pull_request",
+            {"repo": REPO, "title": "t", "head": "feature", "base": "main"},
+            r"/pulls$",
+            id="create-pull-request",
+        ),
+    ],
+)
+async def test_a_write_redirected_again_is_reported_as_not_done(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], path: str
+) -> None:
+    fake.redirect(path, 307, f"/repos/acme/gadgets/{path.strip('/$')}")
+    fake.redirect(path, 308, f"/repos/acme/gadgets/{path.strip('/$')}")
+    async with Client(server_for(fake)) as client:
+        before = fake.snapshot()
+        result = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    assert "acme/widgets has moved to acme/gadgets;" in text_of(result)
+    assert "was not done. Use the new name acme/gadgets and retry." in text_of(result)
+    assert fake.snapshot() == before
+
+
+async def test_a_write_answered_with_a_302_is_not_repeated_and_not_reported_done(fake: FakeGitHub) -> None:
+    fake.redirect(r"/issues/2/comments$", 302, "/repos/acme/gadgets/issues/2/comments")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("add_issue_comment", {"repo": REPO, "number": 2, "body": "hi"})
+    assert result.is_error
+    assert text_of(result) == (
+        "acme/widgets has moved to acme/gadgets; commenting on acme/widgets#2 was not done."
+        " Use the new name acme/gadgets and retry."
+    )
+    assert fake.count("POST") == 1
+    assert fake.repos[REPO].comments[2] == []
+
+
+async def test_file_contents_answered_302_within_the_api_are_followed_with_the_ref(fake: FakeGitHub) -> None:
+    fake.redirect(r"/contents/README.md$", 302, f"/repos/{REPO}/contents/docs/guide.md")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool("get_file_contents", {"repo": REPO, "path": "README.md", "ref": "v1.0"})
+    assert result.structured_content["content"].startswith("# Guide")
+    assert fake.requests[-1].query == {"ref": "v1.0"}
+
+
+async def test_file_contents_answered_302_to_another_host_say_why_they_are_not_read(fake: FakeGitHub) -> None:
+    fake.redirect(r"/contents/README.md$", 302, "https://storage.example.com/blob/README.md?sig=s3cr3t")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("get_file_contents", {"repo": REPO, "path": "README.md"})
+    assert result.is_error
+    text = text_of(result)
+    assert "a redirect to storage.example.com outside its API; it was not followed" in text
+    assert "s3cr3t" not in text
+    assert "thing" not in text
+    assert fake.count() == 1
+
+
+async def test_a_redirect_to_a_repository_github_will_not_name_is_not_followed_under_an_allow_list(
+    fake: FakeGitHub,
+) -> None:
+    fake.redirect(r"/issues$", 301, "/repositories/999999/issues")
+    async with Client(server_for(fake, repos=[REPO])) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("list_issues", {"repo": REPO})
+    assert result.is_error
+    assert text_of(result).startswith("GitHub redirected issues of acme/widgets to repository id 999999 and would not")
+    assert [r.path for r in fake.requests] == [f"/repos/{REPO}/issues", "/repositories/999999"]

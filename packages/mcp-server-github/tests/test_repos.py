@@ -209,3 +209,41 @@ async def test_a_file_over_one_megabyte_is_fetched_raw(fake: FakeGitHub) -> None
     assert [r.headers["accept"] for r in fake.requests] == ["application/vnd.github+json", "application/vnd.github.raw"]
     assert result.structured_content["content"] == "row 0099998\nrow 0099999\n"
     assert result.structured_content["total_lines"] == 100_000
+
+
+async def test_limits_above_100_are_sent_as_100_and_the_rest_is_paged(fake: FakeGitHub) -> None:
+    widgets = fake.repos[REPO]
+    files = {**fake.commits[widgets.branches["main"]].files, **{f"gen/f{n:03}.txt": b"x\n" for n in range(150)}}
+    fake.commit(widgets, "main", "Generate 150 files", files)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        seen: list[str] = []
+        cursor = None
+        while True:
+            result = await client.call_tool("get_commit", {"repo": REPO, "sha": "main", "limit": 300, "cursor": cursor})
+            seen += [f["path"] for f in result.structured_content["parts"]]
+            cursor = result.structured_content.get("next_cursor")
+            if not cursor:
+                break
+        await client.call_tool("compare_commits", {"repo": REPO, "base": "v1.0", "head": "main", "limit": 250})
+    assert sorted(seen) == sorted(f"gen/f{n:03}.txt" for n in range(150))
+    assert all(int(r.query["per_page"]) <= 100 for r in fake.requests), [r.query for r in fake.requests]
+
+
+async def test_a_push_and_a_log_download_report_progress_to_a_client_that_asked(fake: FakeGitHub) -> None:
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    async with Client(server_for(fake)) as client:
+        await client.call_tool(
+            "push_files",
+            {"repo": REPO, "branch": "feature", "message": "Two files", "files": [{"path": "a.txt", "content": "a"}]},
+            progress_handler=on_progress,
+        )
+        pushed = list(heard)
+        await client.call_tool("get_job_log", {"repo": REPO, "job_id": 9001}, progress_handler=on_progress)
+    assert pushed
+    assert pushed[0] == (0, 5, "reading branch feature")
+    assert heard[len(pushed)][2] == "downloading the log of job 9001"

@@ -7,12 +7,12 @@ import re
 from typing import Annotated, Any, Literal
 
 import requests
-from mcp_server_core import Cursor, Limit, Toolset, Unavailable
+from mcp_server_core import Cursor, Limit, Toolset, Unavailable, report_progress
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
-from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line
+from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line, said
 
 LOG_BYTES = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -64,8 +64,9 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         )
         items = [run_shape(r) for r in page.items]
         lines = [
-            f"{i['id']} {i.get('conclusion') or i.get('status')} {i.get('workflow')}: {i.get('title', '')}"
-            f" ({i.get('event')} on {i.get('branch')} {i.get('sha')}, {i.get('created')})"
+            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('workflow'))}: {i.get('title', '')}"
+            f" ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')} {said(i.get('sha'), 'no commit')},"
+            f" {said(i.get('created'))})"
             for i in items
         ]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
@@ -107,7 +108,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
                 )
             )
         lines = [
-            f"{i['id']} {i.get('conclusion') or i.get('status')} {i.get('name')}"
+            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('name'))}"
             + (f"; failed steps: {', '.join(i['failed_steps'])}" if i.get("failed_steps") else "")
             for i in items
         ]
@@ -122,10 +123,13 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         tail_lines: Annotated[int, Field(ge=1, le=2000)] = 200,
     ) -> str:
         """Use to read the end of a CI job's log, where the error usually is."""
-        response = api.request("GET", f"/repos/{repo}/actions/jobs/{job_id}/logs", what=f"log of job {job_id}")
+        response = api.request(
+            "GET", f"/repos/{repo}/actions/jobs/{job_id}/logs", what=f"log of job {job_id}", follow=False
+        )
         location = response.headers.get("location")
         if response.status == 302 and location:
             # A short-lived signed URL on GitHub's storage: no token goes with it. Only the tail is fetched.
+            report_progress(1, 2, f"downloading the log of job {job_id}")
             try:
                 blob = requests.get(location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30)
             except requests.RequestException as exc:

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import github
 import requests
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, RequestsResponse
 from mcp_server_core import (
     Conflict,
     InvalidArgument,
@@ -33,7 +34,8 @@ from mcp_server_core import (
     Unavailable,
     decode_cursor,
     encode_cursor,
-    take_within_budget,
+    report_progress,
+    upstream_span,
 )
 from mcp_server_core.audit import audit_target
 from mcp_server_core.metrics import record_rate_limit_wait
@@ -49,6 +51,7 @@ from mcp_server_github.settings import GitHubSettings
 logger = logging.getLogger(__name__)
 
 _REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
+_REPO_BY_ID = re.compile(r"^/repositories/(?P<id>\d+)(?P<rest>/.*)?$")
 # Paths that name no repository; with an allow-list, nothing else is sent.
 _UNSCOPED = re.compile(r"^/(?:user|rate_limit|users/[^/]+|search/users)$")
 _SEARCH = re.compile(r"^/search/(?:issues|code|repositories|commits)$")
@@ -57,6 +60,8 @@ _ETAG_ENTRIES = 256
 PAGE_BYTES = 12_000
 """About how much text one page of a list may bring (bodies count in full, up to their cut)."""
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+PER_PAGE_MAX = 100
+"""The most items GitHub sends in one page of any list."""
 
 
 class BoundedRetry(Retry):
@@ -143,6 +148,34 @@ class Page:
     data: Any
 
 
+class _Moved(Exception):
+    """A 301, carried past PyGithub: it would follow one itself, to the new path without the query string."""
+
+    def __init__(self, status: int, headers: dict[str, Any], text: str) -> None:
+        super().__init__(status)
+        self.status, self.headers, self.text = status, headers, text
+
+
+def _stop_at_301(response: RequestsResponse) -> RequestsResponse:
+    if response.status == 301:
+        raise _Moved(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    return response
+
+
+class _HttpConnection(HTTPRequestsConnectionClass):
+    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
+
+    def getresponse(self) -> RequestsResponse:
+        return _stop_at_301(super().getresponse())
+
+
+class _HttpsConnection(HTTPSRequestsConnectionClass):
+    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
+
+    def getresponse(self) -> RequestsResponse:
+        return _stop_at_301(super().getresponse())
+
+
 class GitHubApi:
     """PyGithub's client, reached only through `request` so every call is checked, counted and translated."""
 
@@ -162,12 +195,37 @@ class GitHubApi:
             seconds_between_writes=settings.write_interval_s or None,
             lazy=True,
         )
+        self._origin = urlsplit(self.api_url)
+        self._connections = threading.local()  # PyGithub's connection holds one request at a time: one per thread
+        self._opened: list[HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass] = []
+        self._repository_names: dict[str, str] = {}
         self._etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
         self._etag_lock = threading.Lock()
         self._login: str | None = None
 
     def close(self) -> None:
         self.github.close()
+        for connection in self._opened:
+            connection.close()
+
+    def _connection(self) -> HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass:
+        connection: HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass | None = getattr(
+            self._connections, "connection", None
+        )
+        if connection is None:
+            kind = _HttpsConnection if self._origin.scheme == "https" else _HttpConnection
+            options = self.github.requester.kwargs
+            connection = kind(
+                self._origin.hostname or "",
+                self._origin.port,
+                timeout=options["timeout"],
+                retry=options["retry"],
+                pool_size=options["pool_size"],
+                verify=options["verify"],
+            )
+            self._connections.connection = connection
+            self._opened.append(connection)
+        return connection
 
     # --- the allow-list: one check, before anything is sent ------------------------------------------------
 
@@ -198,8 +256,17 @@ class GitHubApi:
         body: Any = None,
         accept: str | None = None,
         what: str | None = None,
+        follow: bool = True,
+        moved_from: str | None = None,
     ) -> Response:
-        """One request; a failure becomes a `ToolFailure` saying what to do."""
+        """One request; a failure becomes a `ToolFailure` saying what to do.
+
+        A redirect within the API is followed once, whole: a read keeps its query, a write (307/308) is sent
+        again with the same method and body, and the allow-list is checked against the new location first.
+        Only a 2xx answer counts as done. With `follow=False` a redirect elsewhere (a signed download URL) comes
+        back as it is, for the caller to fetch without the token.
+        """
+        what = what or f"{verb} {path}"
         self.check_path(path, params)
         if verb != "GET" and (repository := _REPO_PATH.match(path)):
             audit_target(f"github:{repository['owner']}/{repository['repo']}")  # a write's target, for its audit line
@@ -214,8 +281,33 @@ class GitHubApi:
             if cached is not None:
                 # A 304 answer does not count against the primary rate limit.
                 headers["If-None-Match"] = cached[0]
+        status, response_headers, text = self._send(verb, path, query, headers, body)
+        if status == 304 and cached is not None:
+            # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
+            return cached[1]
+        data = _parse(text, response_headers)
+        if status >= 400:
+            raise failure(status, response_headers, data, what)
+        response = Response(status, response_headers, data, text)
+        if 300 <= status < 400:
+            return self._redirected(verb, path, query, body, accept, what, response, follow, moved_from)
+        etag = response_headers.get("etag")
+        if key and etag and status == 200:
+            with self._etag_lock:
+                self._etags[key] = (etag, response)
+                self._etags.move_to_end(key)
+                while len(self._etags) > _ETAG_ENTRIES:
+                    self._etags.popitem(last=False)
+        return response
+
+    def _send(
+        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, Any], str]:
         try:
-            status, response_headers, text = self.github.requester.requestJson(verb, path, query, headers, body)
+            with upstream_span("github", f"{verb} {path_template(path)}"):
+                return self.github.requester.requestJson(verb, path, query, headers, body, cnx=self._connection())
+        except _Moved as moved:
+            return moved.status, moved.headers, moved.text
         except requests.RequestException as exc:
             if _timed_out(exc):
                 raise Unavailable(
@@ -225,21 +317,112 @@ class GitHubApi:
                 f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
                 hint="Check the network or GITHUB_API_URL, then retry.",
             ) from None
-        if status == 304 and cached is not None:
-            # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
-            return cached[1]
-        data = _parse(text, response_headers)
-        if status >= 400:
-            raise failure(status, response_headers, data, what or f"{verb} {path}")
-        response = Response(status, response_headers, data, text)
-        etag = response_headers.get("etag")
-        if key and etag and status == 200:
-            with self._etag_lock:
-                self._etags[key] = (etag, response)
-                self._etags.move_to_end(key)
-                while len(self._etags) > _ETAG_ENTRIES:
-                    self._etags.popitem(last=False)
-        return response
+
+    def _redirected(
+        self,
+        verb: str,
+        path: str,
+        query: dict[str, Any],
+        body: Any,
+        accept: str | None,
+        what: str,
+        response: Response,
+        follow: bool,
+        moved_from: str | None,
+    ) -> Response:
+        """What a 3xx answer means: followed once within the API, handed back, or said in words; never "done"."""
+        answer = response.data if isinstance(response.data, dict) else {}
+        # GitHub's documented redirect body carries the new URL too, for a client that lost the header.
+        location = str(response.headers.get("location") or answer.get("url") or "")
+        old = _REPO_PATH.match(moved_from or path)
+        old_name = f"{old['owner']}/{old['repo']}" if old else path
+        if not location:
+            raise InvalidArgument(
+                f"GitHub answered {what} with HTTP {response.status} (moved) without saying where;"
+                + (" nothing was written." if verb != "GET" else " nothing was read."),
+                hint=f"Find the new name of {old_name} (search_repositories) and use it."
+                if old
+                else "Check the name and path.",
+            )
+        target = self._api_location(location, what)
+        if target is None:
+            if not follow and verb == "GET":
+                return response
+            elsewhere = urlsplit(location).netloc or "no location"
+            raise Unavailable(
+                f"GitHub answered {what} with HTTP {response.status}, a redirect to {elsewhere} outside its API;"
+                " it was not followed, so the token stays with GitHub"
+                + ("; nothing was written." if verb != "GET" else "."),
+                hint="Check the owner/name and path; if it persists, open the item on github.com.",
+            )
+        new_path, new_query = target
+        new = _REPO_PATH.match(new_path)
+        new_name = f"{new['owner']}/{new['repo']}" if new else new_path
+        moved = f"{old_name} has moved to {new_name}" if old and new and old_name != new_name else None
+        # A write is repeated only where GitHub asks for the same method again (307/308); once, never in a loop.
+        repeatable = verb == "GET" or response.status in (307, 308)
+        if moved_from is not None or not repeatable:
+            raise InvalidArgument(
+                f"{moved or f'GitHub redirected {what} (HTTP {response.status})'}; {what} was not done.",
+                hint=f"Use the new name {new_name} and retry."
+                if moved
+                else "Retry once; if it persists, check the name.",
+            )
+        if new and not self.allow.allows(new["owner"], new["repo"]):
+            raise Refused(
+                f"{moved or f'GitHub redirected {what} to {new_name}'}, outside this server's allow-list"
+                f" ({', '.join(self.allow.entries)}); nothing was sent there.",
+                hint="Work within the listed repositories; the user can widen --repos if they mean to.",
+            )
+        if moved:
+            logger.info("%s; following GitHub's redirect", moved)
+        return self.request(
+            verb,
+            new_path,
+            params={**query, **new_query},
+            body=body,
+            accept=accept,
+            what=what,
+            follow=follow,
+            moved_from=moved_from or path,
+        )
+
+    def _api_location(self, location: str, what: str) -> tuple[str, dict[str, str]] | None:
+        """The API path (a repository by name) and query a Location names, or None when it leads elsewhere."""
+        parts = urlsplit(location)
+        same_origin = not parts.netloc or (parts.scheme, parts.netloc) == (self._origin.scheme, self._origin.netloc)
+        prefix = self._origin.path.rstrip("/")
+        if not same_origin or not parts.path.startswith(prefix + "/"):
+            return None
+        path = parts.path[len(prefix) :]
+        by_id = _REPO_BY_ID.match(path)
+        if by_id:
+            # GitHub names a renamed or transferred repository by id; its name is what the allow-list knows.
+            name = self._repository_name(by_id["id"])
+            if name is not None:
+                path = f"/repos/{name}{by_id['rest'] or ''}"
+            elif self.allow:
+                raise Refused(
+                    f"GitHub redirected {what} to repository id {by_id['id']} and would not name it; with an"
+                    " allow-list, a repository without a name is not reached. Nothing was sent there.",
+                    hint="Find the repository's new name (search_repositories) and use it if it is listed.",
+                )
+        return path, dict(parse_qsl(parts.query))
+
+    def _repository_name(self, repository_id: str) -> str | None:
+        """owner/name of a repository by id, or None. `/repositories/{id}` works on GitHub though its REST
+        description leaves it out, so a server built from the description may not know it."""
+        name = self._repository_names.get(repository_id)
+        if name is None:
+            status, headers, text = self._send(
+                "GET", f"/repositories/{repository_id}", {}, {"Accept": "application/vnd.github+json"}, None
+            )
+            data = _parse(text, headers)
+            full_name = data.get("full_name") if isinstance(data, dict) and status == 200 else None
+            if not isinstance(full_name, str) or not _REPO_PATH.match(f"/repos/{full_name}"):
+                return None
+            name = self._repository_names[repository_id] = full_name
+        return name
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs).data
@@ -260,7 +443,8 @@ class GitHubApi:
 
         A page whose items would not fit `budget` (long comment bodies) ends early; its cursor then holds the
         same GitHub page and how many items were shown, and reading on asks for that page again (a 304 against
-        the ETag, which costs no rate limit) and skips them.
+        the ETag, which costs no rate limit) and skips them. A `limit` above GitHub's 100 a page is read over
+        several of its pages.
         """
         scope = f"{path}\n{scope}"
         skip = 0
@@ -269,25 +453,103 @@ class GitHubApi:
             query: dict[str, Any] = dict(position["q"])
             skip = int(position.get("skip", 0))
         else:
-            query = {**(params or {}), "per_page": limit}
-        response = self.request("GET", path, params=query, what=what)
-        items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
-        if not isinstance(items, list):
-            items = []
-        rest = items[skip:]
-        shown = take_within_budget(rest, _weight, budget) if rest else 0
-        if shown < len(rest):
-            next_cursor: str | None = encode_cursor({"q": query, "skip": skip + shown}, scope=scope)
-        else:
+            # GitHub clamps per_page to 100 without saying so: ask for what it gives and page for the rest.
+            query = {**(params or {}), "per_page": min(limit, PER_PAGE_MAX)}
+        shown: list[Any] = []
+        next_cursor: str | None = None
+        first: Any = None
+        used = 0
+        while True:
+            response = self.request("GET", path, params=query, what=what)
+            if first is None:
+                first = response.data
+            items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
+            rest = (items if isinstance(items, list) else [])[skip:]
+            taken = 0
+            for item in rest[: limit - len(shown)]:
+                used += _weight(item)
+                if used > budget and (shown or taken):  # at least one item, so a page always makes progress
+                    break
+                taken += 1
+            shown += rest[:taken]
+            if taken < len(rest):
+                next_cursor = encode_cursor({"q": query, "skip": skip + taken}, scope=scope)
+                break
             following = _next_query(response.headers.get("link", ""))
-            next_cursor = encode_cursor({"q": following}, scope=scope) if following is not None else None
-        return Page(rest[:shown], next_cursor, response.data)
+            if following is None or len(shown) >= limit or used >= budget:
+                next_cursor = encode_cursor({"q": following}, scope=scope) if following is not None else None
+                break
+            report_progress(len(shown), limit, f"{len(shown)} of up to {limit} read")
+            query, skip = following, 0
+        return Page(shown, next_cursor, first)
 
     def login(self) -> str:
         """The authenticated user's login, asked once."""
         if self._login is None:
             self._login = str(self.get("/user", what="the authenticated user")["login"])
         return self._login
+
+
+# How GitHub's REST description names the values in the paths this server sends: a segment after one of these
+# words is a value (an issue number, a run id); after the others the rest of the path is one value (a file path,
+# a ref with slashes). Every other segment is a fixed word only if listed; anything else is a placeholder, so no
+# value can reach a span's name.
+_VALUE_AFTER = {
+    "branches": "{branch}",
+    "comments": "{comment_id}",
+    "commits": "{ref}",
+    "compare": "{basehead}",
+    "issues": "{issue_number}",
+    "jobs": "{job_id}",
+    "pulls": "{pull_number}",
+    "releases": "{release_id}",
+    "repositories": "{repository_id}",
+    "reviews": "{review_id}",
+    "runs": "{run_id}",
+    "trees": "{tree_sha}",
+    "users": "{username}",
+    "workflows": "{workflow_id}",
+}
+_REST_AFTER = {"contents": "{path}", "ref": "{ref}", "refs": "{ref}"}
+_WORDS = frozenset(
+    {*_VALUE_AFTER, *_REST_AFTER, "actions", "check-runs", "code", "files", "forks", "git", "labels", "logs"}
+    | {"merge", "rate_limit", "repos", "search", "status", "tags", "user"}
+)
+
+
+def path_template(path: str) -> str:
+    """The path as GitHub's REST description spells it (`/repos/{owner}/{repo}/issues/{issue_number}`): the
+    operation a span is named for, never the values."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    out: list[str] = []
+    if parts[:1] == ["repos"]:
+        out, parts = ["repos", "{owner}", "{repo}"], parts[3:]
+    for part in parts:
+        previous = out[-1] if out else ""
+        if previous in _REST_AFTER:
+            out.append(_REST_AFTER[previous])
+            break
+        if previous in _VALUE_AFTER:
+            out.append("{commit_sha}" if out[-2:-1] == ["git"] and previous == "commits" else _VALUE_AFTER[previous])
+        else:
+            out.append(part if part in _WORDS else "{value}")
+    if out[-1:] == ["contents"]:
+        out.append("{path}")  # the repository's root: the same operation with an empty path
+    return "/" + "/".join(out)
+
+
+def required(data: Any, *keys: str, what: str, applied: bool = False) -> Any:
+    """A field GitHub documents in a successful answer, or a failure that says it is missing (not a KeyError)."""
+    value = data
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    if value is None:
+        raise Unavailable(
+            f"GitHub's answer to {what} lacks {'.'.join(keys)}"
+            + ("; it may have been applied all the same." if applied else "."),
+            hint="Check the current state before retrying, so nothing is done twice." if applied else "Retry shortly.",
+        )
+    return value
 
 
 def _timed_out(exc: requests.RequestException) -> bool:

@@ -8,7 +8,7 @@ from mcp_server_core import InvalidArgument, Refused, SessionsUnavailable, Tools
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.shapes import one_line
+from mcp_server_github.shapes import one_line, said
 
 if TYPE_CHECKING:
     from mcp_server_core import ReferenceServer
@@ -41,7 +41,7 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
             response = api.request("GET", "/user", what="the authenticated user")
             user = response.data
             name = one_line(user.get("name"), 100)
-            lines.append(f"Signed in as {user.get('login')}" + (f" ({name})" if name else ""))
+            lines.append(f"Signed in as {said(user.get('login'))}" + (f" ({name})" if name else ""))
             scopes = response.headers.get("x-oauth-scopes")
             if scopes is not None:
                 lines.append(f"token scopes: {scopes or 'none listed'}")

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset
 from pydantic import Field
 
-from mcp_server_github.client import GitHubApi
+from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
@@ -27,6 +27,7 @@ from mcp_server_github.shapes import (
     logins,
     one_line,
     role_of,
+    said,
     split_repo,
 )
 
@@ -52,8 +53,8 @@ def issue_line(summary: dict[str, Any]) -> str:
     kind = " PR" if summary.get("kind") == "pr" else ""
     labels = f" [{', '.join(summary['labels'])}]" if summary.get("labels") else ""
     return (
-        f"#{summary['number']}{kind} {summary.get('state')} {summary.get('title', '')}{labels}"
-        f" by {summary.get('author')}, {summary.get('comments', 0)} comments, updated {summary.get('updated')}"
+        f"#{summary['number']}{kind} {said(summary.get('state'))} {summary.get('title', '')}{labels}"
+        f" by {summary.get('author')}, {summary.get('comments', 0)} comments, updated {said(summary.get('updated'))}"
     )
 
 
@@ -71,7 +72,12 @@ def comment_shape(comment: dict[str, Any]) -> dict[str, Any]:
 
 def render_comments(comments: list[dict[str, Any]], where: str) -> list[str]:
     return [
-        fenced(c.get("body"), f"comment {c.get('id')} on {where} ({day(c.get('created_at'))})", c, limit=COMMENT_CHARS)
+        fenced(
+            c.get("body"),
+            f"comment {c.get('id')} on {where} ({said(day(c.get('created_at')))})",
+            c,
+            limit=COMMENT_CHARS,
+        )
         for c in comments
     ]
 
@@ -82,7 +88,8 @@ def update_given_fields(api: GitHubApi, path: str, where: str, fields: dict[str,
     if not changes:
         raise InvalidArgument("Nothing to change.", hint=f"Pass at least one of {hint}.")
     updated = api.request("PATCH", path, body=changes, what=f"updating {where}").data
-    return f"Updated {where} ({', '.join(changes)}); it is {updated.get('state')}: {updated.get('html_url')}"
+    state = said(required(updated, "state", what=f"updating {where}", applied=True))
+    return f"Updated {where} ({', '.join(changes)}); it is {state}: {said(updated.get('html_url'), 'no link given')}"
 
 
 def issues_toolset(api: GitHubApi) -> Toolset:
@@ -147,12 +154,12 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             }
         )
         head = (
-            f"{where} {item.get('state')}"
+            f"{where} {said(item.get('state'))}"
             + (f" ({item['state_reason']})" if item.get("state_reason") else "")
-            + f", opened by {item['author']} ({item['role']}) on {day(item.get('created'))}"
+            + f", opened by {item['author']} ({item['role']}) on {said(day(item.get('created')))}"
             + (f", labels: {', '.join(item['labels'])}" if item.get("labels") else "")
             + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
-            + f", {issue.get('comments', 0)} comments\n{item.get('url', '')}"
+            + f", {issue.get('comments') or 0} comments\n{item.get('url', '')}"
         )
         parts = [head, fenced_title_and_body(issue, f"issue {where}"), *render_comments(comments, where)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
@@ -195,7 +202,8 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             body=compact({"title": title, "body": body, "labels": labels, "assignees": assignees}),
             what=f"creating an issue in {repo}",
         ).data
-        return f"Created {repo}#{created['number']}: {created.get('html_url')}"
+        number = required(created, "number", what=f"creating an issue in {repo}", applied=True)
+        return f"Created {repo}#{number}: {said(created.get('html_url'), 'no link given')}"
 
     @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True)
     def update_issue(
@@ -230,7 +238,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             body={"body": body},
             what=f"commenting on {repo}#{number}",
         ).data
-        return f"Commented on {repo}#{number}: {created.get('html_url')}"
+        return f"Commented on {repo}#{number}: {said((created or {}).get('html_url'), 'no link given')}"
 
     @toolset.tool(title="List labels", read_only=True, open_world=True)
     def list_labels(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset
+from mcp_server_core import Conflict, Cursor, InvalidArgument, Limit, Toolset
 from pydantic import BaseModel, Field
 
-from mcp_server_github.client import GitHubApi
+from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.shapes import (
@@ -27,6 +27,7 @@ from mcp_server_github.shapes import (
     login_of,
     one_line,
     role_of,
+    said,
 )
 
 
@@ -56,8 +57,8 @@ def pr_summary(pr: dict[str, Any]) -> dict[str, Any]:
 def pr_line(s: dict[str, Any]) -> str:
     draft = " draft" if s.get("draft") else ""
     return (
-        f"#{s['number']} {s.get('state')}{draft} {s.get('title', '')} ({s.get('head')} -> {s.get('base')})"
-        f" by {s.get('author')}, updated {s.get('updated')}"
+        f"#{s['number']} {said(s.get('state'))}{draft} {s.get('title', '')} ({said(s.get('head'))} ->"
+        f" {said(s.get('base'))}) by {s.get('author')}, updated {said(s.get('updated'))}"
     )
 
 
@@ -75,7 +76,7 @@ def file_shape(f: dict[str, Any]) -> dict[str, Any]:
 
 def file_line(f: dict[str, Any]) -> str:
     moved = f" (from {f['previous_path']})" if f.get("previous_path") else ""
-    return f"{f.get('status')} {f['path']}{moved} +{f.get('additions', 0)} -{f.get('deletions', 0)}"
+    return f"{said(f.get('status'))} {f['path']}{moved} +{f.get('additions', 0)} -{f.get('deletions', 0)}"
 
 
 def pulls_toolset(api: GitHubApi) -> Toolset:
@@ -134,8 +135,8 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             }
         )
         head = (
-            f"{where} {item.get('state')}{' draft' if item.get('draft') else ''}: {item.get('head')} -> "
-            f"{item.get('base')} by {item['author']} ({item['role']}), {item.get('commits', '?')} commits, "
+            f"{where} {said(item.get('state'))}{' draft' if item.get('draft') else ''}: {said(item.get('head'))} -> "
+            f"{said(item.get('base'))} by {item['author']} ({item['role']}), {item.get('commits', '?')} commits, "
             f"+{item.get('additions', 0)} -{item.get('deletions', 0)} in {item.get('changed_files', '?')} files, "
             f"mergeable: {item.get('mergeable_state', 'unknown')}\n{item.get('url', '')}"
         )
@@ -200,7 +201,8 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             for c in page.items
         ]
         parts = [
-            f"{r.get('state')} by {login_of(r)} ({role_of(r)}) on {day(r.get('submitted_at'))}"
+            f"{said(r.get('state'))} by {login_of(r)} ({role_of(r)})"
+            + (f" on {day(r.get('submitted_at'))}" if r.get("submitted_at") else " (pending)")
             + (
                 "\n" + fenced(r.get("body"), f"review {r.get('id')} on {where}", r, limit=COMMENT_CHARS)
                 if r.get("body")
@@ -211,7 +213,8 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         parts += [
             fenced(
                 c.get("body"),
-                f"comment {c.get('id')} on {c.get('path')} line {c.get('line') or c.get('original_line')} of {where}",
+                f"comment {c.get('id')} on {c.get('path')}"
+                f" line {said(c.get('line') or c.get('original_line'), '(outdated)')} of {where}",
                 c,
                 limit=COMMENT_CHARS,
             )
@@ -259,7 +262,8 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             f" ({len(failing)} failing, {len(pending)} pending, {len(parts)} total)"
         ]
         lines += [
-            f"{p.get('state')} {p['name']}" + (f": {p['description']}" if p.get("description") else "") for p in parts
+            f"{said(p.get('state'))} {p['name']}" + (f": {p['description']}" if p.get("description") else "")
+            for p in parts
         ]
         return Item(item=item, parts=parts).with_text("\n".join(lines))
 
@@ -279,7 +283,8 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             body=compact({"title": title, "head": head, "base": base, "body": body, "draft": draft or None}),
             what=f"opening a pull request in {repo}",
         ).data
-        return f"Opened {repo}#{created['number']}: {created.get('html_url')}"
+        number = required(created, "number", what=f"opening a pull request in {repo}", applied=True)
+        return f"Opened {repo}#{number}: {said(created.get('html_url'), 'no link given')}"
 
     @toolset.tool(title="Update pull request", read_only=False, open_world=True, idempotent=True)
     def update_pull_request(
@@ -314,7 +319,13 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             ),
             what=f"merging {repo}#{number}",
         ).data
-        return f"Merged {repo}#{number} by {method}: {merged.get('sha')}"
+        if not (merged or {}).get("merged", True):
+            raise Conflict(
+                f"GitHub did not merge {repo}#{number}: {said((merged or {}).get('message'), 'no reason given')}.",
+                hint="Read the pull request's state and checks, then try again.",
+            )
+        sha = required(merged, "sha", what=f"merging {repo}#{number}", applied=True)
+        return f"Merged {repo}#{number} by {method}: {sha}"
 
     @toolset.tool(title="Review pull request", read_only=False, open_world=True)
     def review_pull_request(
@@ -339,6 +350,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             ),
             what=f"reviewing {repo}#{number}",
         ).data
-        return f"Submitted {review.get('state', event)} review on {repo}#{number}: {review.get('html_url')}"
+        state = said((review or {}).get("state"), event)
+        return f"Submitted {state} review on {repo}#{number}: {said((review or {}).get('html_url'), 'no link given')}"
 
     return toolset

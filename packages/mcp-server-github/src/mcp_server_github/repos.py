@@ -9,10 +9,20 @@ import re
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from mcp_server_core import Conflict, Cursor, InvalidArgument, Limit, Rendered, Toolset, decode_cursor, encode_cursor
+from mcp_server_core import (
+    Conflict,
+    Cursor,
+    InvalidArgument,
+    Limit,
+    Rendered,
+    Toolset,
+    decode_cursor,
+    encode_cursor,
+    report_progress,
+)
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_github.client import GitHubApi
+from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
     Item,
@@ -24,6 +34,7 @@ from mcp_server_github.shapes import (
     fenced_lines,
     login_of,
     one_line,
+    said,
     split_repo,
 )
 
@@ -67,7 +78,8 @@ def commit_line(c: dict[str, Any]) -> str:
     commit = c.get("commit") or {}
     author = login_of(c, "author") if c.get("author") else one_line((commit.get("author") or {}).get("name"), 60)
     message = one_line(str(commit.get("message") or "").split("\n", 1)[0], 200)
-    return f"{str(c.get('sha'))[:7]} {day((commit.get('author') or {}).get('date'))} {author}: {message}"
+    date = said(day((commit.get("author") or {}).get("date")), "undated")
+    return f"{str(c.get('sha'))[:7]} {date} {author}: {message}"
 
 
 def commit_summary(c: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +108,9 @@ def changed_file(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def changed_files_text(files: list[dict[str, Any]]) -> str:
-    lines = [f"{f.get('status')} {f['path']} +{f.get('additions', 0)} -{f.get('deletions', 0)}" for f in files]
+    lines = [
+        f"{said(f.get('status'))} {f.get('path')} +{f.get('additions', 0)} -{f.get('deletions', 0)}" for f in files
+    ]
     return fenced_lines(lines, "files changed")
 
 
@@ -129,8 +143,10 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             result._text = f"{where}: {len(entries)} entries\n" + fenced_lines(lines, f"names in {where}")
             return result
         if not isinstance(data, dict) or data.get("type") != "file":
+            kind = data.get("type") if isinstance(data, dict) else None
             raise InvalidArgument(
-                f"{where} is a {data.get('type') if isinstance(data, dict) else 'thing'}, not a file."
+                f"{where} is a {kind}, not a file." if kind else f"GitHub's answer for {where} holds no file.",
+                hint="List the directory (path of its parent) to see what is there.",
             )
         raw = _decode(data)
         if raw is None:  # over 1 MB: the contents API leaves the content out
@@ -284,7 +300,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         author = item.get("author")
         head = (
-            f"commit {data.get('sha')} by {author} on {day(item.get('date'))},"
+            f"commit {data.get('sha')} by {said(author)} on {said(day(item.get('date')), 'an unknown date')},"
             f" +{stats.get('additions', 0)} -{stats.get('deletions', 0)}"
         )
         message = fenced(
@@ -340,8 +356,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             }
         )
         head_line = (
-            f"{head} is {data.get('status')} {base}: {data.get('ahead_by', 0)} ahead,"
-            f" {data.get('behind_by', 0)} behind, {len(files)} files changed"
+            f"{head} is {said(data.get('status'))} {base}: {data.get('ahead_by') or 0} ahead,"
+            f" {data.get('behind_by') or 0} behind, {len(files)} files changed"
         )
         commits = fenced_lines([commit_line(c) for c in page.items], "commits; messages written by their authors")
         listing = changed_files_text(files)
@@ -368,7 +384,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             for r in page.items
         ]
         parts = [
-            f"{i.get('tag')} {i.get('published')}"
+            f"{i.get('tag')} {said(i.get('published'), 'unpublished')}"
             f"{' prerelease' if i.get('prerelease') else ''}{' draft' if i.get('draft') else ''}\n"
             + fenced(
                 f"{r.get('name') or ''}\n\n{r.get('body') or ''}",
@@ -408,7 +424,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             what=f"writing {repo}:{path}",
         ).data
         commit = (result or {}).get("commit") or {}
-        return f"{'Updated' if sha else 'Created'} {path} in commit {commit.get('sha')}: {commit.get('html_url')}"
+        written = required(result, "commit", "sha", what=f"writing {repo}:{path}", applied=True)
+        link = said(commit.get("html_url"), "no link given")
+        return f"{'Updated' if sha else 'Created'} {path} in commit {written}: {link}"
 
     @toolset.tool(title="Delete file", read_only=False, open_world=True, destructive=True)
     def delete_file(
@@ -425,8 +443,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             body=compact({"message": message, "sha": sha, "branch": branch}),
             what=f"deleting {repo}:{path}",
         ).data
-        commit = (result or {}).get("commit") or {}
-        return f"Deleted {path} in commit {commit.get('sha')}"
+        deleted_in = required(result, "commit", "sha", what=f"deleting {repo}:{path}", applied=True)
+        return f"Deleted {path} in commit {deleted_in}"
 
     @toolset.tool(title="Push files", read_only=False, open_world=True, destructive=True)
     def push_files(
@@ -443,13 +461,17 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         if not files and not delete:
             raise InvalidArgument("Nothing to push.", hint="Give files to write or paths to delete.")
         ref = f"/repos/{repo}/git/ref/heads/{file_path(branch)}"
-        head = api.get(ref, what=f"branch {branch} of {repo}")["object"]["sha"]
+        # Five requests, the tree carrying every file: progress says which step a slow push is at.
+        report_progress(0, 5, f"reading branch {branch}")
+        head = required(api.get(ref, what=f"branch {branch} of {repo}"), "object", "sha", what=f"branch {branch}")
         if expected_sha and head != expected_sha:
             raise Conflict(
                 f"Branch {branch} is at {head[:7]}, not {expected_sha[:7]}: someone pushed since.",
                 hint="Read the new state, then push again with expected_sha set to it.",
             )
-        base_tree = api.get(f"/repos/{repo}/git/commits/{head}", what=f"commit {head}")["tree"]["sha"]
+        base_commit = api.get(f"/repos/{repo}/git/commits/{head}", what=f"commit {head}")
+        base_tree = required(base_commit, "tree", "sha", what=f"commit {head}")
+        report_progress(2, 5, f"sending {len(files)} files, {len(delete)} deletions")
         entries: list[dict[str, Any]] = [
             {"path": f.path.strip("/"), "mode": "100644", "type": "blob", "content": f.content} for f in files
         ]
@@ -457,20 +479,23 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         tree = api.request(
             "POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries}, what="creating the tree"
         ).data
+        report_progress(3, 5, "creating the commit")
         commit = api.request(
             "POST",
             f"/repos/{repo}/git/commits",
-            body={"message": message, "tree": tree["sha"], "parents": [head]},
+            body={"message": message, "tree": required(tree, "sha", what="creating the tree"), "parents": [head]},
             what="creating the commit",
         ).data
+        new_commit = required(commit, "sha", what="creating the commit")
+        report_progress(4, 5, f"moving {branch}")
         # force=false: GitHub refuses (422) if the branch moved since we read it, instead of dropping that work.
         api.request(
             "PATCH",
             f"/repos/{repo}/git/refs/heads/{file_path(branch)}",
-            body={"sha": commit["sha"], "force": False},
+            body={"sha": new_commit, "force": False},
             what=f"moving {branch} to the new commit",
         )
-        return f"Pushed {commit['sha']} to {branch}: {len(files)} written, {len(delete)} deleted."
+        return f"Pushed {new_commit} to {branch}: {len(files)} written, {len(delete)} deleted."
 
     @toolset.tool(title="Create branch", read_only=False, open_world=True)
     def create_branch(
@@ -481,13 +506,16 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         """Use to start a new branch from another branch or a commit."""
         source = from_ref
         if source is None:
-            source = api.get(f"/repos/{repo}", what=f"repository {repo}")["default_branch"]
+            source = str(required(api.get(f"/repos/{repo}", what=f"repository {repo}"), "default_branch", what=repo))
         sha = (
             source
             if _SHA.match(source)
-            else api.get(f"/repos/{repo}/git/ref/heads/{file_path(source)}", what=f"branch {source} of {repo}")[
-                "object"
-            ]["sha"]
+            else required(
+                api.get(f"/repos/{repo}/git/ref/heads/{file_path(source)}", what=f"branch {source} of {repo}"),
+                "object",
+                "sha",
+                what=f"branch {source} of {repo}",
+            )
         )
         api.request(
             "POST",
@@ -516,8 +544,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             what=f"forking {repo}",
         ).data
         return (
-            f"Forking {owner}/{repo_name} to {fork.get('full_name')} (GitHub finishes in the background):"
-            f" {fork.get('html_url')}"
+            f"Forking {owner}/{repo_name} to {said((fork or {}).get('full_name'), 'your account')}"
+            f" (GitHub finishes in the background): {said((fork or {}).get('html_url'), 'no link given')}"
         )
 
     return toolset

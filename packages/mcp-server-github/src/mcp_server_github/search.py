@@ -8,7 +8,7 @@ from mcp_server_core import Cursor, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
-from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, split_repo
+from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, said, split_repo
 
 Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
 
@@ -99,7 +99,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
         """Use to find GitHub users or organizations by login, name, location or followers."""
         page = search_page(api, "users", query, limit=limit, cursor=cursor, what="user search")
         items = [compact({"login": u.get("login"), "type": u.get("type")}) for u in page.items]
-        text = fenced_lines([f"{i['login']} ({i.get('type')})" for i in items], f"users matching {query!r}")
+        text = fenced_lines([f"{i['login']} ({said(i.get('type'))})" for i in items], f"users matching {query!r}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
     return toolset

@@ -126,6 +126,12 @@ def day(timestamp: str | None) -> str | None:
     return timestamp[:10] if timestamp else None
 
 
+def said(value: Any, absent: str = "unknown") -> str:
+    """A field for the text: GitHub's `null` (a draft's publication date, a run's pending conclusion) as a
+    word; the text never shows Python's `None`."""
+    return absent if value is None or value == "" else str(value)
+
+
 def labels_of(thing: dict[str, Any]) -> list[str]:
     return [one_line(label.get("name"), 50) for label in thing.get("labels") or [] if isinstance(label, dict)]
 
