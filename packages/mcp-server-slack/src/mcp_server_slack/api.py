@@ -14,7 +14,15 @@ from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
+from mcp_server_core import (
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    Refused,
+    ToolFailure,
+    Unavailable,
+    upstream_span,
+)
 from mcp_server_core.audit import audit_target
 from mcp_server_core.metrics import record_rate_limit_wait
 from slack_sdk import WebClient
@@ -173,7 +181,9 @@ class SlackApi:
         with self._lock:
             self.calls[method] += 1
         try:
-            response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
+            # The span is named by the method alone: argument values (channel IDs, search words) stay out of traces.
+            with upstream_span("slack", method):
+                response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
         except SlackApiError as exc:
             data = exc.response.data if isinstance(exc.response.data, dict) else {}
             if data.get("error") in tolerate:
