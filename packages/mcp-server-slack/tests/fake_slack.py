@@ -35,6 +35,140 @@ INJECTION = (
 EMOJI = frozenset({"thumbsup", "eyes", "white_check_mark", "tada", "rocket"})
 
 
+COMMON_ERRORS = frozenset(
+    {
+        "access_denied",
+        "accesslimited",
+        "account_inactive",
+        "deprecated_endpoint",
+        "ekm_access_denied",
+        "enterprise_is_restricted",
+        "fatal_error",
+        "internal_error",
+        "invalid_arg_name",
+        "invalid_arguments",
+        "invalid_array_arg",
+        "invalid_auth",
+        "invalid_charset",
+        "invalid_form_data",
+        "invalid_post_type",
+        "method_deprecated",
+        "missing_post_type",
+        "missing_scope",
+        "no_permission",
+        "not_allowed_token_type",
+        "not_authed",
+        "org_login_required",
+        "ratelimited",
+        "request_timeout",
+        "service_unavailable",
+        "team_added_to_org",
+        "token_expired",
+        "token_revoked",
+        "two_factor_setup_required",
+    }
+)
+"""Codes Slack documents for every Web API method."""
+
+DOCUMENTED_ERRORS: dict[str, frozenset[str]] = {
+    method: COMMON_ERRORS | codes
+    for method, codes in {
+        "auth.test": frozenset(),
+        "conversations.list": frozenset({"invalid_cursor", "invalid_limit", "invalid_types"}),
+        "conversations.info": frozenset({"channel_not_found"}),
+        "conversations.members": frozenset(
+            {"channel_not_found", "fetch_members_failed", "invalid_cursor", "invalid_limit"}
+        ),
+        "conversations.history": frozenset(
+            {
+                "channel_not_found",
+                "invalid_cursor",
+                "invalid_metadata_filter_keys",
+                "invalid_ts_latest",
+                "invalid_ts_oldest",
+                "not_in_channel",
+            }
+        ),
+        "conversations.replies": frozenset(
+            {
+                "channel_not_found",
+                "invalid_cursor",
+                "invalid_ts_latest",
+                "invalid_ts_oldest",
+                "method_not_supported_for_channel_type",
+                "not_in_channel",
+                "thread_not_found",
+            }
+        ),
+        "users.list": frozenset({"invalid_cursor", "limit_required"}),
+        "users.info": frozenset({"user_not_found", "user_not_visible"}),
+        "users.lookupByEmail": frozenset({"users_not_found"}),
+        "search.messages": frozenset(),
+        "chat.getPermalink": frozenset({"channel_not_found", "message_not_found"}),
+        "chat.postMessage": frozenset(
+            {
+                "as_user_not_supported",
+                "attachment_payload_limit_exceeded",
+                "cannot_reply_to_message",
+                "channel_not_found",
+                "duplicate_channel_not_found",
+                "duplicate_message_not_found",
+                "invalid_blocks",
+                "invalid_blocks_format",
+                "invalid_metadata_format",
+                "invalid_metadata_schema",
+                "is_archived",
+                "message_limit_exceeded",
+                "messages_tab_disabled",
+                "metadata_must_be_sent_from_app",
+                "metadata_too_large",
+                "missing_file_data",
+                "msg_too_long",
+                "no_text",
+                "not_in_channel",
+                "rate_limited",
+                "restricted_action",
+                "restricted_action_non_threadable_channel",
+                "restricted_action_read_only_channel",
+                "restricted_action_thread_locked",
+                "restricted_action_thread_only_channel",
+                "slack_connect_canvas_sharing_blocked",
+                "slack_connect_file_link_sharing_blocked",
+                "team_access_not_granted",
+                "too_many_attachments",
+                "too_many_contact_cards",
+            }
+        ),
+        "reactions.add": frozenset(
+            {
+                "already_reacted",
+                "bad_timestamp",
+                "channel_not_found",
+                "external_channel_migrating",
+                "invalid_name",
+                "is_archived",
+                "message_not_found",
+                "no_access",
+                "no_item_specified",
+                "not_reactable",
+                "thread_locked",
+                "too_many_emoji",
+                "too_many_reactions",
+            }
+        ),
+    }.items()
+}
+"""The error codes each method the server calls can answer, as Slack's method pages list them: the fake answers
+only these, so a test cannot invent a failure Slack never sends."""
+
+SERVICE_UNAVAILABLE_PAGE = (
+    "<!DOCTYPE html><html><head><title>503 Service Temporarily Unavailable</title></head>"
+    "<body><h1>Service Unavailable</h1><p>The server is temporarily unable to service your request.</p>"
+    "<script>track('outage')</script></body></html>"
+)
+"""What an edge or proxy in front of the Web API sends when Slack is down: HTML, not JSON."""
+
+
 def _ts(offset: int, micro: int = 0) -> str:
     return f"{BASE_TS + offset}.{micro:06d}"
 
@@ -73,6 +207,7 @@ class _Failure:
     status: int = 200
     retry_after: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    page: str | None = None
 
 
 def _user(user_id: str, name: str, real: str, *, email: str | None = None, **flags: Any) -> dict[str, Any]:
@@ -278,10 +413,19 @@ class FakeSlack:
         **extra: Any,
     ) -> None:
         """Answer the next `times` calls of `method` with this error (429 and Retry-After for status=429)."""
+        if error not in DOCUMENTED_ERRORS.get(method, COMMON_ERRORS):
+            raise ValueError(f"Slack does not document {error} for {method}: see DOCUMENTED_ERRORS")
         with self._lock:
             self._failures.setdefault(method, []).extend(
                 _Failure(error, status, retry_after, extra) for _ in range(times)
             )
+
+    def fail_with_page(
+        self, method: str, *, status: int = 503, page: str = SERVICE_UNAVAILABLE_PAGE, times: int = 1
+    ) -> None:
+        """Answer the next `times` calls of `method` with an HTML page, as a proxy or Slack's edge does."""
+        with self._lock:
+            self._failures.setdefault(method, []).extend(_Failure("", status, None, {}, page) for _ in range(times))
 
     def calls(self, method: str | None = None) -> int:
         with self._lock:
@@ -304,6 +448,8 @@ class FakeSlack:
             failure = queued.pop(0) if queued else None
         if failure is not None:
             headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+            if failure.page is not None:
+                return failure.status, headers, failure.page
             return failure.status, headers, {"ok": False, "error": failure.error, **failure.extra}
         if token_kind is None:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
@@ -526,9 +672,12 @@ class FakeSlack:
                 with fake._lock:
                     fake.requests.append(Recorded(method, params, kind, content_type))
                 status, headers, body = fake.handle(method, params, kind)
-                data = json.dumps(body).encode()
+                if isinstance(body, str):
+                    data, content_type = body.encode(), "text/html; charset=utf-8"
+                else:
+                    data, content_type = json.dumps(body).encode(), "application/json; charset=utf-8"
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for key, value in headers.items():
                     self.send_header(key, value)

@@ -115,7 +115,7 @@ async def test_a_server_error_is_retried_once(fake: FakeSlack) -> None:
     fake.fail("conversations.history", "internal_error", status=503, times=2)
     text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "internal_error" in text
-    assert "Retry later" in text
+    assert "Retry in a minute" in text
 
 
 async def test_a_user_token_alone_reads_and_searches(fake: FakeSlack) -> None:
