@@ -173,6 +173,143 @@ def _ts(offset: int, micro: int = 0) -> str:
     return f"{BASE_TS + offset}.{micro:06d}"
 
 
+def _text(text: str, **style: bool) -> dict[str, Any]:
+    return {"type": "text", "text": text, **({"style": style} if style else {})}
+
+
+WORKFLOW_MESSAGE: dict[str, Any] = {
+    "type": "message",
+    "subtype": "bot_message",
+    "text": "",
+    "ts": _ts(4),
+    "bot_id": "B0WORKFLW",
+    "username": "Standup workflow",
+    "bot_profile": {"id": "B0WORKFLW", "name": "Standup workflow", "app_id": "A0WORKFLW", "deleted": False},
+    "blocks": [
+        {
+            "type": "rich_text",
+            "block_id": "wf1",
+            "elements": [
+                {
+                    "type": "rich_text_section",
+                    "elements": [
+                        _text("Standup from "),
+                        {"type": "user", "user_id": "U0CAROL00"},
+                        _text(" for "),
+                        {"type": "channel", "channel_id": "C0GENERAL"},
+                        _text(" "),
+                        {"type": "emoji", "name": "rocket", "unicode": "1f680"},
+                        _text(" cc "),
+                        {"type": "usergroup", "usergroup_id": "S0ONCALL0"},
+                        _text(" "),
+                        {"type": "broadcast", "range": "here"},
+                        _text("\n"),
+                    ],
+                },
+                {
+                    "type": "rich_text_list",
+                    "style": "bullet",
+                    "indent": 0,
+                    "elements": [
+                        {
+                            "type": "rich_text_section",
+                            "elements": [_text("Shipped "), _text("v2 & <friends>", bold=True)],
+                        },
+                        {
+                            "type": "rich_text_section",
+                            "elements": [{"type": "link", "url": "https://example.com/pr/7", "text": "PR 7"}],
+                        },
+                    ],
+                },
+                {
+                    "type": "rich_text_list",
+                    "style": "ordered",
+                    "indent": 1,
+                    "elements": [{"type": "rich_text_section", "elements": [_text("review it")]}],
+                },
+                {"type": "rich_text_quote", "elements": [_text("Blocked on ops")]},
+                {"type": "rich_text_preformatted", "elements": [_text("make deploy *now*")]},
+            ],
+        }
+    ],
+}
+"""A Workflow Builder post: empty `text`, everything in one rich_text block with every element type."""
+
+APP_MESSAGE: dict[str, Any] = {
+    "type": "message",
+    "subtype": "bot_message",
+    "text": "Incident update",
+    "ts": _ts(3),
+    "bot_id": "B0PAGER00",
+    "username": "Pager",
+    "bot_profile": {"id": "B0PAGER00", "name": "Pager", "app_id": "A0PAGER00", "deleted": False},
+    "blocks": [
+        {
+            "type": "header",
+            "block_id": "h",
+            "text": {"type": "plain_text", "text": "Incident #42 <resolved>", "emoji": True},
+        },
+        {
+            "type": "section",
+            "block_id": "s",
+            "text": {"type": "mrkdwn", "text": "*Database* is back, thanks <@U0ALICE00> &amp; team", "verbatim": False},
+            "fields": [
+                {"type": "mrkdwn", "text": "*Severity:* high", "verbatim": False},
+                {"type": "plain_text", "text": "Duration: 12 min", "emoji": True},
+            ],
+        },
+        {"type": "divider", "block_id": "d"},
+        {
+            "type": "context",
+            "block_id": "c",
+            "elements": [
+                {"type": "image", "image_url": "https://example.com/pager.png", "alt_text": "pager"},
+                {"type": "mrkdwn", "text": "Reported by <@U0BOB0000>", "verbatim": False},
+            ],
+        },
+    ],
+}
+"""A Block Kit app's post: its `text` is only the notification fallback; Slack shows the blocks."""
+
+
+def _searchable(message: dict[str, Any]) -> str:
+    """What Slack's search indexes: the text and every string in the blocks (a Block Kit-only post is found)."""
+    found: list[str] = [str(message.get("text") or "")]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("text", "url") and isinstance(value, str):
+                    found.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(message.get("blocks"))
+    return " ".join(found).lower()
+
+
+def _search_channel(channel: dict[str, Any]) -> dict[str, Any]:
+    """A search hit's channel, as Slack sends it: for a DM, `name` holds the other person's user ID."""
+    im = bool(channel.get("is_im"))
+    return {
+        "id": channel["id"],
+        "is_channel": bool(channel.get("is_channel")),
+        "is_group": bool(channel.get("is_group")),
+        "is_im": im,
+        "is_mpim": bool(channel.get("is_mpim")),
+        "is_shared": False,
+        "is_org_shared": False,
+        "is_ext_shared": False,
+        "is_private": im or bool(channel.get("is_private")),
+        "is_pending_ext_shared": False,
+        "pending_shared": [],
+        "name": channel["user"] if im else channel["name"],
+    }
+
+
 def _cursor(offset: int) -> str:
     return base64.b64encode(f"offset:{offset}".encode()).decode()
 
@@ -385,7 +522,11 @@ class FakeSlack:
             mention = f" cc <@U{(n * 7) % 30 + 1:08d}>" if n % 5 == 0 else ""
             busy.append({"type": "message", "user": author, "text": f"status update {n}{mention}", "ts": _ts(1000 + n)})
         busy.sort(key=lambda m: float(m["ts"]), reverse=True)
-        self.messages["C0RANDOM0"].append({"type": "message", "user": "U0BOB0000", "text": "lunch?", "ts": _ts(5)})
+        self.messages["C0RANDOM0"] += [
+            {"type": "message", "user": "U0BOB0000", "text": "lunch?", "ts": _ts(5)},
+            WORKFLOW_MESSAGE,
+            APP_MESSAGE,
+        ]
         self.messages["D0ALICE00"].append({"type": "message", "user": "U0ALICE00", "text": "psst", "ts": _ts(7)})
 
     def channel(self, channel_id: str) -> dict[str, Any]:
@@ -562,26 +703,23 @@ class FakeSlack:
         words = str(params.get("query") or "").lower().split()
         matches = []
         for channel in self.channels:
-            if channel.get("is_im") or not channel.get("is_member"):
+            if not channel.get("is_im") and not channel.get("is_member"):
                 continue
             for message in self.messages.get(channel["id"], []):
-                if all(word in message["text"].lower() for word in words):
-                    matches.append(
-                        {
-                            "iid": f"{channel['id']}-{message['ts']}",
-                            "type": "message",
-                            "channel": {
-                                "id": channel["id"],
-                                "name": channel["name"],
-                                "is_private": channel["is_private"],
-                            },
-                            "user": message.get("user"),
-                            "username": "",
-                            "ts": message["ts"],
-                            "text": message["text"],
-                            "permalink": self._permalink(channel["id"], message["ts"]),
-                        }
-                    )
+                if all(word in _searchable(message) for word in words):
+                    match = {
+                        "iid": f"{channel['id']}-{message['ts']}",
+                        "type": "message",
+                        "channel": _search_channel(channel),
+                        "user": message.get("user"),
+                        "username": message.get("username") or "",
+                        "ts": message["ts"],
+                        "text": message["text"],
+                        "permalink": self._permalink(channel["id"], message["ts"]),
+                    }
+                    if message.get("blocks"):
+                        match["blocks"] = message["blocks"]
+                    matches.append(match)
         count = int(params.get("count") or 20)
         page = int(params.get("page") or 1)
         pages = max((len(matches) + count - 1) // count, 1)

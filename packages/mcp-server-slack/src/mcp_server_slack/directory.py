@@ -127,7 +127,8 @@ class Channel:
             topic=_plain((data.get("topic") or {}).get("value"), 300),
             purpose=_plain((data.get("purpose") or {}).get("value"), 300),
             members=data.get("num_members"),
-            peer=data.get("user"),
+            # search.messages names a DM by its peer's user ID and leaves `user` out.
+            peer=data.get("user") or (data.get("name") if kind == "im" else None),
             created=data.get("created"),
         )
 

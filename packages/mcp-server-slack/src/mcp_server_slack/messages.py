@@ -13,7 +13,8 @@ from typing import Any
 from mcp_server_core import Rendered, take_within_budget
 from mcp_server_core.untrusted import Cleaned, clean, fence
 
-from mcp_server_slack.directory import Directory, User
+from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks
+from mcp_server_slack.directory import Channel, Directory, User
 from mcp_server_slack.formatting import mentioned_ids, render_mrkdwn, ts_to_iso
 
 __all__ = ["MessagePage", "page_text", "render_message", "to_records"]
@@ -25,11 +26,18 @@ cursor, never silently dropped."""
 
 def _raw_text(raw: dict[str, Any]) -> str:
     text = str(raw.get("text") or "")
+    if shows_blocks(raw):
+        text = blocks_to_mrkdwn(raw["blocks"]) or text
     for attachment in raw.get("attachments") or []:
         extra = attachment.get("text") or attachment.get("fallback")
         if extra and extra not in text:
             text = f"{text}\n{extra}" if text else str(extra)
     return text
+
+
+def _has_channel(raw: dict[str, Any]) -> bool:
+    channel = raw.get("channel")
+    return isinstance(channel, dict) and bool(channel.get("id"))
 
 
 def to_records(
@@ -39,7 +47,9 @@ def to_records(
     texts = [_raw_text(raw) for raw in raws]
     mentioned_users, mentioned_channels = mentioned_ids(texts)
     authors = {str(raw["user"]) for raw in raws if raw.get("user")}
-    users = directory.users(authors | mentioned_users)
+    places = {id(raw): Channel.from_api(raw["channel"]) for raw in raws if _has_channel(raw)}
+    peers = {place.peer for place in places.values() if place.peer}  # a DM hit is labelled by its person
+    users = directory.users(authors | mentioned_users | peers)
     channels = directory.channels(mentioned_channels)
 
     def user_name(user_id: str) -> str | None:
@@ -77,9 +87,9 @@ def to_records(
         subtype = raw.get("subtype")
         if subtype and subtype not in ("bot_message", "thread_broadcast"):
             record["subtype"] = str(subtype)
-        channel = raw.get("channel")
-        if isinstance(channel, dict):
-            record["channel"] = f"#{channel.get('name')}" if channel.get("name") else str(channel.get("id"))
+        place = places.get(id(raw))
+        if place is not None:  # labelled as read_messages and list_channels label it: "DM with @bob", "#general"
+            record["channel"] = directory.label(place, users)
         elif channel_label:
             record["channel"] = channel_label
         if raw.get("permalink"):
@@ -97,7 +107,8 @@ def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
             found["bot"] = True
         return found
     bot_name = (raw.get("bot_profile") or {}).get("name") or raw.get("username")
-    if raw.get("bot_id") or raw.get("subtype") == "bot_message":
+    # A search hit of an integration's post carries only `username`: a message without a user ID is a bot's.
+    if raw.get("bot_id") or raw.get("subtype") == "bot_message" or (bot_name and not user_id):
         return {
             "user": str(user_id or raw.get("bot_id") or ""),
             "author": str(bot_name or raw.get("bot_id")),
