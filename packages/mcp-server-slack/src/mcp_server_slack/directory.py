@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, ToolFailure, did_you_mean
+from mcp_server_core import InvalidArgument, NotFound, RateLimited, ToolFailure, did_you_mean
 from mcp_server_core.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
 
-__all__ = ["Channel", "Directory", "User"]
+__all__ = ["Channel", "Directory", "Names", "User"]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,22 @@ class Channel:
         )
 
 
+class Names(dict[str, User]):
+    """The users a batch could name; `unnamed_because` says why the rest show as IDs (None if none failed)."""
+
+    unnamed_because: str | None = None
+
+
+def _why_unnamed(missing: int, exc: ToolFailure) -> str:
+    if isinstance(exc, RateLimited):
+        wait = f" in {exc.retry_after:.0f} s" if exc.retry_after is not None else " shortly"
+        return (
+            f"{missing} name(s) shown as user IDs: Slack rate-limited the user listing (users.list); "
+            f"call again{wait} to see names."
+        )
+    return f"{missing} name(s) shown as user IDs: the user listing failed. {exc}"
+
+
 class _Cache:
     """An insertion-ordered, size-capped map with one expiry for the whole listing it came from."""
 
@@ -197,12 +213,13 @@ class Directory:
 
     # --- users -----------------------------------------------------------------------------------------------
 
-    def users(self, ids: Iterable[str], *, lookups: int = INFO_LOOKUPS_PER_CALL) -> dict[str, User]:
-        """The users among `ids` that can be named; best effort, so a listing failure leaves IDs unnamed."""
+    def users(self, ids: Iterable[str], *, lookups: int = INFO_LOOKUPS_PER_CALL) -> Names:
+        """The users among `ids` that can be named; best effort, so a listing failure leaves IDs unnamed and
+        says why in `unnamed_because`."""
         wanted = {i for i in ids if i and USER_ID.match(i)}
         with self._lock:
             self._users.expire()
-            found = {i: self._users.items[i] for i in wanted if i in self._users.items}
+            found = Names({i: self._users.items[i] for i in wanted if i in self._users.items})
             missing = wanted - set(found)
             try:
                 pages = 0
@@ -218,6 +235,7 @@ class Directory:
                     found[user_id] = self.user_by_id(user_id)
             except ToolFailure as exc:
                 logger.info("names of %d user(s) left unresolved: %s", len(missing), exc)
+                found.unnamed_because = _why_unnamed(len(missing), exc)
         return found
 
     def user_by_id(self, user_id: str) -> User:

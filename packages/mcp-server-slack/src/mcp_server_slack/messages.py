@@ -8,10 +8,11 @@ names a page needs are fetched in one batch before any message is converted.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from mcp_server_core import Rendered, take_within_budget
 from mcp_server_core.untrusted import Cleaned, clean, fence
+from pydantic import PrivateAttr
 
 from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks
 from mcp_server_slack.directory import Channel, Directory, User
@@ -42,8 +43,9 @@ def _has_channel(raw: dict[str, Any]) -> bool:
 
 def to_records(
     raws: list[dict[str, Any]], directory: Directory, *, channel_label: str | None = None
-) -> list[dict[str, Any]]:
-    """Records for a page of raw messages; every name resolved in one batch (cache, then users.list pages)."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Records for a page of raw messages, every name resolved in one batch (cache, then users.list pages); and
+    why some authors or mentions show as user IDs, if the batch failed."""
     texts = [_raw_text(raw) for raw in raws]
     mentioned_users, mentioned_channels = mentioned_ids(texts)
     authors = {str(raw["user"]) for raw in raws if raw.get("user")}
@@ -95,7 +97,7 @@ def to_records(
         if raw.get("permalink"):
             record["permalink"] = str(raw["permalink"])
         records.append(record)
-    return records
+    return records, users.unnamed_because
 
 
 def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
@@ -158,7 +160,14 @@ class MessagePage(Rendered):
     source: str
     messages: list[dict[str, Any]]
     next_cursor: str | None = None
+    # For the reader of the text only (why names are missing): kept out of the outputSchema, whose every byte is
+    # paid in each conversation.
+    _note: str | None = PrivateAttr(None)
+
+    def noted(self, note: str | None) -> Self:
+        self._note = note
+        return self
 
     def render(self) -> str:
         header = f"{self.source}: {len(self.messages)} message(s)" if self.messages else f"{self.source}: none."
-        return page_text(header, self.messages, self.next_cursor, None)
+        return page_text(header, self.messages, self.next_cursor, self._note)

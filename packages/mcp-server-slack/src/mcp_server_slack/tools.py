@@ -286,7 +286,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         if found.peer:  # a DM is labelled by the other person: their name joins the page's one batch
             directory.users([found.peer, *(str(r["user"]) for r in raws if r.get("user"))])
         label = directory.label(found)
-        records = to_records(raws, directory, channel_label=label)
+        records, unnamed = to_records(raws, directory, channel_label=label)
         if permalinks:
             for record in records:
                 record["permalink"] = links.link(found.id, record["ts"], record.get("thread_ts"))
@@ -306,7 +306,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             source=where if thread_ts else f"{where}, newest first",
             messages=records[:shown],
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        )
+        ).noted(unnamed)
 
     @toolset.tool(title="Find users", read_only=True, open_world=True)
     def list_users(
@@ -362,7 +362,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         data = api.call("search.messages", query=query, count=limit, page=page, highlight=False)
         found = data.get("messages") or {}
         raws = list(found.get("matches") or [])[skip:]
-        records = to_records(raws, directory)
+        records, unnamed = to_records(raws, directory)
         shown = fit(records)
         paging = found.get("paging") or {}
         if shown < len(records):
@@ -376,7 +376,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             source=f"Search {query!r}: {total} match(es) in all" if total is not None else f"Search {query!r}",
             messages=records[:shown],
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        )
+        ).noted(unnamed)
 
     return toolset
 
