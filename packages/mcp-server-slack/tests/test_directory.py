@@ -123,3 +123,22 @@ async def test_a_search_with_unnamed_authors_says_why(fake: FakeSlack) -> None:
     text = text_of(result)
     assert "name(s) shown as user IDs: the user listing failed." in text
     assert "users:read" in text  # the scope to add, from the failure itself
+
+
+async def test_reads_and_searches_report_progress_to_a_client_that_asked(fake: FakeSlack) -> None:
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    fake.latency_s["users.list"] = 0.6  # slower than the helpers' interval, so each page is heard
+    async with Client(make_server(fake)) as client:
+        await client.call_tool("read_messages", {"channel": "C0BUSY000", "limit": 100}, progress_handler=on_progress)
+        read = list(heard)
+        await client.call_tool("search_messages", {"query": "status update"}, progress_handler=on_progress)
+        searched = heard[len(read) :]
+        await client.call_tool("read_messages", {"channel": "C0BUSY000"})  # no progress token: nothing is sent
+    assert read[0][2] == "100 message(s) read; naming their authors"
+    assert any(str(message).startswith("Listing people for names: 200 so far") for _, _, message in read)
+    assert searched[0] == (1, 8, "Search page 1 of 8 read; naming the authors of 20 hit(s)")
+    assert len(heard) == len(read) + len(searched)

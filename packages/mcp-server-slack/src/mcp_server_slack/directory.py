@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, RateLimited, ToolFailure, did_you_mean
+from mcp_server_core import InvalidArgument, NotFound, RateLimited, ToolFailure, did_you_mean, report_progress
 from mcp_server_core.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
@@ -289,6 +289,8 @@ class Directory:
         self._users.cursor = (data.get("response_metadata") or {}).get("next_cursor") or None
         if self._users.cursor is None:
             self._users.complete = True
+        # Slack does not say how many pages a workspace has: the count so far is the progress, with no total.
+        report_progress(len(self._users.items), None, f"Listing people for names: {len(self._users.items):,} so far")
         return users
 
     # --- channels --------------------------------------------------------------------------------------------
@@ -395,7 +397,10 @@ class Directory:
             if next_cursor is None:
                 self._channels.complete = True
                 self._listed_at = time.monotonic()
-        return self._remember(channels)
+        new = self._remember(channels)
+        seen = len(self._channels.items)
+        report_progress(seen, None, f"Listing channels: {seen:,} so far")
+        return new
 
     def _remember(self, channels: list[Channel]) -> list[Channel]:
         """Cache the channels; the ones not cached before."""

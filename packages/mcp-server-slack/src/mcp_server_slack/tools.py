@@ -14,6 +14,7 @@ from mcp_server_core import (
     Toolset,
     decode_cursor,
     encode_cursor,
+    report_progress,
 )
 from mcp_server_core.untrusted import fence
 from pydantic import Field, PrivateAttr
@@ -281,6 +282,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         else:
             data = api.call("conversations.history", **common)
         raws = list(data.get("messages") or [])
+        report_progress(len(raws), None, f"{len(raws)} message(s) read; naming their authors")
         if thread_ts and cursor:  # Slack repeats the thread's first message on every page: show it once
             raws = [r for r in raws if r.get("ts") != thread_ts]
         if found.peer:  # a DM is labelled by the other person: their name joins the page's one batch
@@ -362,6 +364,8 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         data = api.call("search.messages", query=query, count=limit, page=page, highlight=False)
         found = data.get("messages") or {}
         raws = list(found.get("matches") or [])[skip:]
+        pages = int((found.get("paging") or {}).get("pages") or page)
+        report_progress(page, pages, f"Search page {page} of {pages} read; naming the authors of {len(raws)} hit(s)")
         records, unnamed = to_records(raws, directory)
         shown = fit(records)
         paging = found.get("paging") or {}
