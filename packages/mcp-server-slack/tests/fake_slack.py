@@ -35,8 +35,279 @@ INJECTION = (
 EMOJI = frozenset({"thumbsup", "eyes", "white_check_mark", "tada", "rocket"})
 
 
+COMMON_ERRORS = frozenset(
+    {
+        "access_denied",
+        "accesslimited",
+        "account_inactive",
+        "deprecated_endpoint",
+        "ekm_access_denied",
+        "enterprise_is_restricted",
+        "fatal_error",
+        "internal_error",
+        "invalid_arg_name",
+        "invalid_arguments",
+        "invalid_array_arg",
+        "invalid_auth",
+        "invalid_charset",
+        "invalid_form_data",
+        "invalid_post_type",
+        "method_deprecated",
+        "missing_post_type",
+        "missing_scope",
+        "no_permission",
+        "not_allowed_token_type",
+        "not_authed",
+        "org_login_required",
+        "ratelimited",
+        "request_timeout",
+        "service_unavailable",
+        "team_added_to_org",
+        "token_expired",
+        "token_revoked",
+        "two_factor_setup_required",
+    }
+)
+"""Codes Slack documents for every Web API method."""
+
+DOCUMENTED_ERRORS: dict[str, frozenset[str]] = {
+    method: COMMON_ERRORS | codes
+    for method, codes in {
+        "auth.test": frozenset(),
+        "conversations.list": frozenset({"invalid_cursor", "invalid_limit", "invalid_types"}),
+        "conversations.info": frozenset({"channel_not_found"}),
+        "conversations.members": frozenset(
+            {"channel_not_found", "fetch_members_failed", "invalid_cursor", "invalid_limit"}
+        ),
+        "conversations.history": frozenset(
+            {
+                "channel_not_found",
+                "invalid_cursor",
+                "invalid_metadata_filter_keys",
+                "invalid_ts_latest",
+                "invalid_ts_oldest",
+                "not_in_channel",
+            }
+        ),
+        "conversations.replies": frozenset(
+            {
+                "channel_not_found",
+                "invalid_cursor",
+                "invalid_ts_latest",
+                "invalid_ts_oldest",
+                "method_not_supported_for_channel_type",
+                "not_in_channel",
+                "thread_not_found",
+            }
+        ),
+        "users.list": frozenset({"invalid_cursor", "limit_required"}),
+        "users.info": frozenset({"user_not_found", "user_not_visible"}),
+        "users.lookupByEmail": frozenset({"users_not_found"}),
+        "search.messages": frozenset(),
+        "chat.getPermalink": frozenset({"channel_not_found", "message_not_found"}),
+        "chat.postMessage": frozenset(
+            {
+                "as_user_not_supported",
+                "attachment_payload_limit_exceeded",
+                "cannot_reply_to_message",
+                "channel_not_found",
+                "duplicate_channel_not_found",
+                "duplicate_message_not_found",
+                "invalid_blocks",
+                "invalid_blocks_format",
+                "invalid_metadata_format",
+                "invalid_metadata_schema",
+                "is_archived",
+                "message_limit_exceeded",
+                "messages_tab_disabled",
+                "metadata_must_be_sent_from_app",
+                "metadata_too_large",
+                "missing_file_data",
+                "msg_too_long",
+                "no_text",
+                "not_in_channel",
+                "rate_limited",
+                "restricted_action",
+                "restricted_action_non_threadable_channel",
+                "restricted_action_read_only_channel",
+                "restricted_action_thread_locked",
+                "restricted_action_thread_only_channel",
+                "slack_connect_canvas_sharing_blocked",
+                "slack_connect_file_link_sharing_blocked",
+                "team_access_not_granted",
+                "too_many_attachments",
+                "too_many_contact_cards",
+            }
+        ),
+        "reactions.add": frozenset(
+            {
+                "already_reacted",
+                "bad_timestamp",
+                "channel_not_found",
+                "external_channel_migrating",
+                "invalid_name",
+                "is_archived",
+                "message_not_found",
+                "no_access",
+                "no_item_specified",
+                "not_reactable",
+                "thread_locked",
+                "too_many_emoji",
+                "too_many_reactions",
+            }
+        ),
+    }.items()
+}
+"""The error codes each method the server calls can answer, as Slack's method pages list them: the fake answers
+only these, so a test cannot invent a failure Slack never sends."""
+
+SERVICE_UNAVAILABLE_PAGE = (
+    "<!DOCTYPE html><html><head><title>503 Service Temporarily Unavailable</title></head>"
+    "<body><h1>Service Unavailable</h1><p>The server is temporarily unable to service your request.</p>"
+    "<script>track('outage')</script></body></html>"
+)
+"""What an edge or proxy in front of the Web API sends when Slack is down: HTML, not JSON."""
+
+
 def _ts(offset: int, micro: int = 0) -> str:
     return f"{BASE_TS + offset}.{micro:06d}"
+
+
+def _text(text: str, **style: bool) -> dict[str, Any]:
+    return {"type": "text", "text": text, **({"style": style} if style else {})}
+
+
+WORKFLOW_MESSAGE: dict[str, Any] = {
+    "type": "message",
+    "subtype": "bot_message",
+    "text": "",
+    "ts": _ts(4),
+    "bot_id": "B0WORKFLW",
+    "username": "Standup workflow",
+    "bot_profile": {"id": "B0WORKFLW", "name": "Standup workflow", "app_id": "A0WORKFLW", "deleted": False},
+    "blocks": [
+        {
+            "type": "rich_text",
+            "block_id": "wf1",
+            "elements": [
+                {
+                    "type": "rich_text_section",
+                    "elements": [
+                        _text("Standup from "),
+                        {"type": "user", "user_id": "U0CAROL00"},
+                        _text(" for "),
+                        {"type": "channel", "channel_id": "C0GENERAL"},
+                        _text(" "),
+                        {"type": "emoji", "name": "rocket", "unicode": "1f680"},
+                        _text(" cc "),
+                        {"type": "usergroup", "usergroup_id": "S0ONCALL0"},
+                        _text(" "),
+                        {"type": "broadcast", "range": "here"},
+                        _text("\n"),
+                    ],
+                },
+                {
+                    "type": "rich_text_list",
+                    "style": "bullet",
+                    "indent": 0,
+                    "elements": [
+                        {
+                            "type": "rich_text_section",
+                            "elements": [_text("Shipped "), _text("v2 & <friends>", bold=True)],
+                        },
+                        {
+                            "type": "rich_text_section",
+                            "elements": [{"type": "link", "url": "https://example.com/pr/7", "text": "PR 7"}],
+                        },
+                    ],
+                },
+                {
+                    "type": "rich_text_list",
+                    "style": "ordered",
+                    "indent": 1,
+                    "elements": [{"type": "rich_text_section", "elements": [_text("review it")]}],
+                },
+                {"type": "rich_text_quote", "elements": [_text("Blocked on ops")]},
+                {"type": "rich_text_preformatted", "elements": [_text("make deploy *now*")]},
+            ],
+        }
+    ],
+}
+"""A Workflow Builder post: empty `text`, everything in one rich_text block with every element type."""
+
+APP_MESSAGE: dict[str, Any] = {
+    "type": "message",
+    "subtype": "bot_message",
+    "text": "Incident update",
+    "ts": _ts(3),
+    "bot_id": "B0PAGER00",
+    "username": "Pager",
+    "bot_profile": {"id": "B0PAGER00", "name": "Pager", "app_id": "A0PAGER00", "deleted": False},
+    "blocks": [
+        {
+            "type": "header",
+            "block_id": "h",
+            "text": {"type": "plain_text", "text": "Incident #42 <resolved>", "emoji": True},
+        },
+        {
+            "type": "section",
+            "block_id": "s",
+            "text": {"type": "mrkdwn", "text": "*Database* is back, thanks <@U0ALICE00> &amp; team", "verbatim": False},
+            "fields": [
+                {"type": "mrkdwn", "text": "*Severity:* high", "verbatim": False},
+                {"type": "plain_text", "text": "Duration: 12 min", "emoji": True},
+            ],
+        },
+        {"type": "divider", "block_id": "d"},
+        {
+            "type": "context",
+            "block_id": "c",
+            "elements": [
+                {"type": "image", "image_url": "https://example.com/pager.png", "alt_text": "pager"},
+                {"type": "mrkdwn", "text": "Reported by <@U0BOB0000>", "verbatim": False},
+            ],
+        },
+    ],
+}
+"""A Block Kit app's post: its `text` is only the notification fallback; Slack shows the blocks."""
+
+
+def _searchable(message: dict[str, Any]) -> str:
+    """What Slack's search indexes: the text and every string in the blocks (a Block Kit-only post is found)."""
+    found: list[str] = [str(message.get("text") or "")]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("text", "url") and isinstance(value, str):
+                    found.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(message.get("blocks"))
+    return " ".join(found).lower()
+
+
+def _search_channel(channel: dict[str, Any]) -> dict[str, Any]:
+    """A search hit's channel, as Slack sends it: for a DM, `name` holds the other person's user ID."""
+    im = bool(channel.get("is_im"))
+    return {
+        "id": channel["id"],
+        "is_channel": bool(channel.get("is_channel")),
+        "is_group": bool(channel.get("is_group")),
+        "is_im": im,
+        "is_mpim": bool(channel.get("is_mpim")),
+        "is_shared": False,
+        "is_org_shared": False,
+        "is_ext_shared": False,
+        "is_private": im or bool(channel.get("is_private")),
+        "is_pending_ext_shared": False,
+        "pending_shared": [],
+        "name": channel["user"] if im else channel["name"],
+    }
 
 
 def _cursor(offset: int) -> str:
@@ -73,6 +344,7 @@ class _Failure:
     status: int = 200
     retry_after: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    page: str | None = None
 
 
 def _user(user_id: str, name: str, real: str, *, email: str | None = None, **flags: Any) -> dict[str, Any]:
@@ -250,7 +522,11 @@ class FakeSlack:
             mention = f" cc <@U{(n * 7) % 30 + 1:08d}>" if n % 5 == 0 else ""
             busy.append({"type": "message", "user": author, "text": f"status update {n}{mention}", "ts": _ts(1000 + n)})
         busy.sort(key=lambda m: float(m["ts"]), reverse=True)
-        self.messages["C0RANDOM0"].append({"type": "message", "user": "U0BOB0000", "text": "lunch?", "ts": _ts(5)})
+        self.messages["C0RANDOM0"] += [
+            {"type": "message", "user": "U0BOB0000", "text": "lunch?", "ts": _ts(5)},
+            WORKFLOW_MESSAGE,
+            APP_MESSAGE,
+        ]
         self.messages["D0ALICE00"].append({"type": "message", "user": "U0ALICE00", "text": "psst", "ts": _ts(7)})
 
     def channel(self, channel_id: str) -> dict[str, Any]:
@@ -278,10 +554,19 @@ class FakeSlack:
         **extra: Any,
     ) -> None:
         """Answer the next `times` calls of `method` with this error (429 and Retry-After for status=429)."""
+        if error not in DOCUMENTED_ERRORS.get(method, COMMON_ERRORS):
+            raise ValueError(f"Slack does not document {error} for {method}: see DOCUMENTED_ERRORS")
         with self._lock:
             self._failures.setdefault(method, []).extend(
                 _Failure(error, status, retry_after, extra) for _ in range(times)
             )
+
+    def fail_with_page(
+        self, method: str, *, status: int = 503, page: str = SERVICE_UNAVAILABLE_PAGE, times: int = 1
+    ) -> None:
+        """Answer the next `times` calls of `method` with an HTML page, as a proxy or Slack's edge does."""
+        with self._lock:
+            self._failures.setdefault(method, []).extend(_Failure("", status, None, {}, page) for _ in range(times))
 
     def calls(self, method: str | None = None) -> int:
         with self._lock:
@@ -304,6 +589,8 @@ class FakeSlack:
             failure = queued.pop(0) if queued else None
         if failure is not None:
             headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+            if failure.page is not None:
+                return failure.status, headers, failure.page
             return failure.status, headers, {"ok": False, "error": failure.error, **failure.extra}
         if token_kind is None:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
@@ -416,26 +703,23 @@ class FakeSlack:
         words = str(params.get("query") or "").lower().split()
         matches = []
         for channel in self.channels:
-            if channel.get("is_im") or not channel.get("is_member"):
+            if not channel.get("is_im") and not channel.get("is_member"):
                 continue
             for message in self.messages.get(channel["id"], []):
-                if all(word in message["text"].lower() for word in words):
-                    matches.append(
-                        {
-                            "iid": f"{channel['id']}-{message['ts']}",
-                            "type": "message",
-                            "channel": {
-                                "id": channel["id"],
-                                "name": channel["name"],
-                                "is_private": channel["is_private"],
-                            },
-                            "user": message.get("user"),
-                            "username": "",
-                            "ts": message["ts"],
-                            "text": message["text"],
-                            "permalink": self._permalink(channel["id"], message["ts"]),
-                        }
-                    )
+                if all(word in _searchable(message) for word in words):
+                    match = {
+                        "iid": f"{channel['id']}-{message['ts']}",
+                        "type": "message",
+                        "channel": _search_channel(channel),
+                        "user": message.get("user"),
+                        "username": message.get("username") or "",
+                        "ts": message["ts"],
+                        "text": message["text"],
+                        "permalink": self._permalink(channel["id"], message["ts"]),
+                    }
+                    if message.get("blocks"):
+                        match["blocks"] = message["blocks"]
+                    matches.append(match)
         count = int(params.get("count") or 20)
         page = int(params.get("page") or 1)
         pages = max((len(matches) + count - 1) // count, 1)
@@ -526,9 +810,12 @@ class FakeSlack:
                 with fake._lock:
                     fake.requests.append(Recorded(method, params, kind, content_type))
                 status, headers, body = fake.handle(method, params, kind)
-                data = json.dumps(body).encode()
+                if isinstance(body, str):
+                    data, content_type = body.encode(), "text/html; charset=utf-8"
+                else:
+                    data, content_type = json.dumps(body).encode(), "application/json; charset=utf-8"
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for key, value in headers.items():
                     self.send_header(key, value)

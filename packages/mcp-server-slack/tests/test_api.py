@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack, make_server, text_of
 from fastmcp import Client
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 
 async def _fails(fake: FakeSlack, name: str, arguments: dict[str, Any], **settings: Any) -> str:
@@ -108,7 +115,7 @@ async def test_a_server_error_is_retried_once(fake: FakeSlack) -> None:
     fake.fail("conversations.history", "internal_error", status=503, times=2)
     text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "internal_error" in text
-    assert "Retry later" in text
+    assert "Retry in a minute" in text
 
 
 async def test_a_user_token_alone_reads_and_searches(fake: FakeSlack) -> None:
@@ -118,3 +125,38 @@ async def test_a_user_token_alone_reads_and_searches(fake: FakeSlack) -> None:
     assert not read.is_error, text_of(read)
     assert not found.is_error, text_of(found)
     assert {r.token_kind for r in fake.requests} == {"user"}
+
+
+@pytest.fixture(scope="module")
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # the API takes one provider per process: join one already set
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()
+
+
+async def test_each_slack_request_is_a_child_span_named_by_its_method(
+    fake: FakeSlack, spans: InMemorySpanExporter
+) -> None:
+    spans.clear()
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "C0RANDOM0", "oldest": "1712345000.000000"})
+    assert not result.is_error, text_of(result)
+    finished = spans.get_finished_spans()
+    [history] = [s for s in finished if s.name == "slack conversations.history"]
+    assert history.kind == SpanKind.CLIENT
+    assert dict(history.attributes or {}) == {
+        "mcp.upstream": "slack",
+        "mcp.upstream.operation": "conversations.history",
+    }
+    by_id = {s.context.span_id: s for s in finished}
+    assert history.parent is not None
+    call = by_id[history.parent.span_id]  # inside the span of the tools/call that made it
+    assert dict(call.attributes or {}).get("gen_ai.tool.name") == "read_messages"
+    text = json.dumps([dict(s.attributes or {}) for s in finished], default=str)
+    for value in ("C0RANDOM0", "1712345000", BOT_TOKEN, USER_TOKEN):
+        assert value not in text

@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from fake_slack import FakeSlack, make_server
+from fake_slack import FakeSlack, make_server, text_of
 from fastmcp import Client
 
 
@@ -101,3 +101,44 @@ async def test_a_rate_limited_name_listing_still_returns_the_page(fake: FakeSlac
         second = await _read_busy(client)
     assert {m["author"] for m in first["messages"]} == {f"U{n:08d}" for n in range(1, 31)}  # IDs, not failure
     assert all(m["author"].startswith("@user0") for m in second["messages"])
+
+
+async def test_names_missing_for_a_rate_limit_are_explained_once(fake: FakeSlack) -> None:
+    fake.fail("users.list", "ratelimited", status=429, retry_after=120)
+    async with Client(make_server(fake)) as client:
+        cold = await client.call_tool("read_messages", {"channel": "C0BUSY000", "limit": 100})
+        warm = await client.call_tool("read_messages", {"channel": "C0BUSY000", "limit": 100})
+    text = text_of(cold)
+    note = "name(s) shown as user IDs: Slack rate-limited the user listing (users.list); call again in 120 s"
+    assert text.count(note) == 1  # once for the page, not per message
+    assert "[untrusted data: message in #busy by U00000001" in text
+    assert "rate-limited" not in text_of(warm)
+    assert "note" not in (cold.structured_content or {})  # the outputSchema stays as it was
+
+
+async def test_a_search_with_unnamed_authors_says_why(fake: FakeSlack) -> None:
+    fake.missing_scopes.add("users:read")
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool("search_messages", {"query": "lunch"})
+    text = text_of(result)
+    assert "name(s) shown as user IDs: the user listing failed." in text
+    assert "users:read" in text  # the scope to add, from the failure itself
+
+
+async def test_reads_and_searches_report_progress_to_a_client_that_asked(fake: FakeSlack) -> None:
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    fake.latency_s["users.list"] = 0.6  # slower than the helpers' interval, so each page is heard
+    async with Client(make_server(fake)) as client:
+        await client.call_tool("read_messages", {"channel": "C0BUSY000", "limit": 100}, progress_handler=on_progress)
+        read = list(heard)
+        await client.call_tool("search_messages", {"query": "status update"}, progress_handler=on_progress)
+        searched = heard[len(read) :]
+        await client.call_tool("read_messages", {"channel": "C0BUSY000"})  # no progress token: nothing is sent
+    assert read[0][2] == "100 message(s) read; naming their authors"
+    assert any(str(message).startswith("Listing people for names: 200 so far") for _, _, message in read)
+    assert searched[0] == (1, 8, "Search page 1 of 8 read; naming the authors of 20 hit(s)")
+    assert len(heard) == len(read) + len(searched)

@@ -243,3 +243,43 @@ async def test_a_dm_reads_as_a_dm_with_its_person(fake: FakeSlack) -> None:
     assert text.startswith("DM with @alice (D0ALICE00), newest first: 1 message(s)")
     assert "[untrusted data: message in DM with @alice by @alice" in text
     assert fake.calls("users.list") == 1
+
+
+async def test_block_kit_messages_read_as_the_text_slack_shows(fake: FakeSlack) -> None:
+    result = await _call(fake, "read_messages", {"channel": "#random"})
+    text = text_of(result)
+    by_ts = {m["ts"]: m for m in (result.structured_content or {})["messages"]}
+    workflow = by_ts["1712345682.000000"]  # empty text: everything is in one rich_text block
+    assert workflow["author"] == "Standup workflow"
+    assert workflow["text"] == (
+        "Standup from @carol for #general :rocket: cc @S0ONCALL0 @here\n"
+        "- Shipped v2 & <friends>\n"
+        "- PR 7 (https://example.com/pr/7)\n"
+        "  1. review it\n"
+        "> Blocked on ops\n"
+        "```\nmake deploy *now*\n```"
+    )
+    app = by_ts["1712345681.000000"]  # text is the notification fallback; Slack shows the blocks
+    assert app["text"] == (
+        "Incident #42 <resolved>\nDatabase is back, thanks @alice & team\nSeverity: high\nDuration: 12 min\n"
+        "Reported by @bobby"
+    )
+    assert "[untrusted data: message in #random by Standup workflow (bot)" in text
+    assert "[untrusted data: message in #random by Pager (bot)" in text
+    assert "Incident update" not in text
+    assert fake.calls("users.list") == 1  # the names in blocks joined the page's one batch
+
+
+async def test_search_finds_block_kit_messages_and_labels_dms_as_reading_does(fake: FakeSlack) -> None:
+    async with Client(make_server(fake)) as client:
+        dm = await client.call_tool("search_messages", {"query": "psst"})
+        read = await client.call_tool("read_messages", {"channel": "D0ALICE00"})
+        blocks = await client.call_tool("search_messages", {"query": "blocked on ops"})
+    [hit] = (dm.structured_content or {})["messages"]
+    assert hit["channel"] == "DM with @alice"
+    assert "[untrusted data: message in DM with @alice by @alice" in text_of(dm)
+    assert "#U0ALICE00" not in text_of(dm)
+    assert (read.structured_content or {})["messages"][0]["channel"] == hit["channel"]
+    [found] = (blocks.structured_content or {})["messages"]
+    assert found["author"] == "Standup workflow"
+    assert found["text"].startswith("Standup from @carol for ")

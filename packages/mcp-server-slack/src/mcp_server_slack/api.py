@@ -1,8 +1,9 @@
 """One door to the Slack Web API: slack-sdk's sync client, a bounded rate-limit budget, errors that say what to do.
 
 Every Slack call of the server goes through `SlackApi.call`, which picks the token (the user token where Slack
-demands one), counts calls, and turns `ok: false`, HTTP 429 and network failures into the helpers' failure
-types. Tokens never appear in a message: the helpers redact every registered secret, and none is put there.
+demands one), counts calls, traces each request, and turns `ok: false`, HTTP 429, non-JSON answers and network
+failures into the helpers' failure types (failures.py holds what each Slack error code means). Tokens never
+appear in a message: the helpers redact every registered secret, and none is put there.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
+from mcp_server_core import Refused, Unavailable, upstream_span
 from mcp_server_core.audit import audit_target
 from mcp_server_core.metrics import record_rate_limit_wait
 from slack_sdk import WebClient
@@ -28,6 +29,7 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
+from mcp_server_slack.failures import WRITES, MissingScope, failure_of, retry_after_of
 from mcp_server_slack.settings import SlackSettings
 
 __all__ = ["BoundedRateLimitRetry", "MissingScope", "SlackApi", "retry_after_of"]
@@ -36,41 +38,6 @@ logger = logging.getLogger(__name__)
 
 # Methods Slack serves only to a user token (a bot token gets not_allowed_token_type).
 USER_TOKEN_METHODS = frozenset({"search.messages", "search.all", "search.files"})
-
-_TOKEN_PROBLEMS = frozenset(
-    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission"}
-)
-_NOT_FOUND = {
-    "channel_not_found": "channel",
-    "user_not_found": "user",
-    "users_not_found": "user",
-    "thread_not_found": "thread",
-    "message_not_found": "message",
-    "no_item_specified": "message",
-}
-
-
-class MissingScope(Refused):
-    """Slack's missing_scope: the token lacks `needed`."""
-
-    def __init__(self, message: str, *, needed: str, hint: str | None = None) -> None:
-        self.needed = needed
-        super().__init__(message, hint=hint)
-
-
-def retry_after_of(headers: Any, default: float = 1.0) -> float:
-    """Seconds from a Retry-After header (slack-sdk hands headers over as str or [str] values)."""
-    for key, value in dict(headers or {}).items():
-        if str(key).lower() == "retry-after":
-            raw = value[0] if isinstance(value, list | tuple) else value
-            try:
-                return max(float(raw), 0.0)
-            except (TypeError, ValueError):
-                return default
-    return default
-
-
-_WRITES = frozenset({"chat.postMessage", "chat.update", "chat.delete", "reactions.add", "reactions.remove"})
 
 
 class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
@@ -168,17 +135,20 @@ class SlackApi:
         """
         client = self._clients[self.token_kind(method)]
         args = {key: value for key, value in params.items() if value is not None}
-        if method in _WRITES and args.get("channel"):
+        if method in WRITES and args.get("channel"):
             audit_target(f"slack:{args['channel']}")  # what a write changes, in its call's audit line
         with self._lock:
             self.calls[method] += 1
         try:
-            response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
+            # The span is named by the method alone: argument values (channel IDs, search words) stay out of traces.
+            with upstream_span("slack", method):
+                response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
         except SlackApiError as exc:
             data = exc.response.data if isinstance(exc.response.data, dict) else {}
             if data.get("error") in tolerate:
                 return dict(data)
-            raise _failure(method, exc) from None
+            status = int(getattr(exc.response, "status_code", 200) or 200)
+            raise failure_of(method, status=status, headers=exc.response.headers, data=data) from None
         except SlackClientError as exc:
             raise Unavailable(f"Slack call {method} failed: {type(exc).__name__}.") from None
         except OSError as exc:  # URLError, timeouts, refused connections
@@ -195,53 +165,3 @@ class SlackApi:
         if not isinstance(response.data, dict):
             raise Unavailable(f"Slack answered {method} with something that is not JSON.")
         return response.data
-
-
-def _failure(method: str, exc: SlackApiError) -> ToolFailure:
-    response = exc.response
-    data = response.data if isinstance(response.data, dict) else {}
-    code = str(data.get("error") or "unknown_error")
-    status = int(getattr(response, "status_code", 200) or 200)
-    if status == 429 or code == "ratelimited":
-        seconds = retry_after_of(response.headers, default=30.0)
-        return RateLimited(f"Slack rate-limited {method} (HTTP 429).", retry_after=seconds)
-    if code == "missing_scope":
-        needed = data.get("needed") or "a scope Slack did not name"
-        provided = data.get("provided")
-        have = f" The token has: {provided}." if provided else ""
-        return MissingScope(
-            f"The Slack token lacks the scope {needed} that {method} needs.{have}",
-            needed=str(needed),
-            hint=f"Add {needed} to the app's OAuth scopes at api.slack.com/apps, reinstall it, and restart with the "
-            "new token.",
-        )
-    if code in _TOKEN_PROBLEMS:
-        return Refused(
-            f"Slack rejected the token ({code}) on {method}.",
-            hint="Check SLACK_BOT_TOKEN / SLACK_USER_TOKEN: the app may have been uninstalled or the token revoked.",
-        )
-    if code == "not_allowed_token_type":
-        return Refused(
-            f"Slack does not accept this kind of token for {method}.",
-            hint="Search needs a user token: set SLACK_USER_TOKEN (xoxp-, scope search:read) and restart.",
-        )
-    if code == "not_in_channel":
-        return Refused(
-            f"The app is not a member of that channel, so {method} is refused.",
-            hint="Invite the app there (/invite @your-app) or pick a channel from list_channels with member_only.",
-        )
-    if code in ("is_archived", "channel_is_archived"):
-        return Refused("The channel is archived; Slack accepts no new messages there.")
-    if code in _NOT_FOUND:
-        what = _NOT_FOUND[code]
-        hints = {
-            "channel": "list_channels shows the channels this token can see; a private one needs the app invited.",
-            "user": "list_users with a query finds people by name or email.",
-        }
-        return NotFound(f"Slack found no such {what} ({code}) for {method}.", hint=hints.get(what, "Check the ts."))
-    if code in ("invalid_name", "bad_timestamp", "invalid_ts_latest", "invalid_ts_oldest", "msg_too_long"):
-        return InvalidArgument(f"Slack refused the arguments of {method}: {code}.")
-    if code in ("restricted_action", "cant_post", "posting_to_general_channel_denied", "ekm_access_denied"):
-        return Refused(f"Slack's workspace policy refuses {method} here ({code}).")
-    logger.info("Slack answered %s with %s", method, code)
-    return Unavailable(f"Slack answered {method} with error {code}.", hint="Retry later, or try other arguments.")

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, ToolFailure, did_you_mean
+from mcp_server_core import InvalidArgument, NotFound, RateLimited, ToolFailure, did_you_mean, report_progress
 from mcp_server_core.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
 
-__all__ = ["Channel", "Directory", "User"]
+__all__ = ["Channel", "Directory", "Names", "User"]
 
 logger = logging.getLogger(__name__)
 
@@ -127,9 +127,26 @@ class Channel:
             topic=_plain((data.get("topic") or {}).get("value"), 300),
             purpose=_plain((data.get("purpose") or {}).get("value"), 300),
             members=data.get("num_members"),
-            peer=data.get("user"),
+            # search.messages names a DM by its peer's user ID and leaves `user` out.
+            peer=data.get("user") or (data.get("name") if kind == "im" else None),
             created=data.get("created"),
         )
+
+
+class Names(dict[str, User]):
+    """The users a batch could name; `unnamed_because` says why the rest show as IDs (None if none failed)."""
+
+    unnamed_because: str | None = None
+
+
+def _why_unnamed(missing: int, exc: ToolFailure) -> str:
+    if isinstance(exc, RateLimited):
+        wait = f" in {exc.retry_after:.0f} s" if exc.retry_after is not None else " shortly"
+        return (
+            f"{missing} name(s) shown as user IDs: Slack rate-limited the user listing (users.list); "
+            f"call again{wait} to see names."
+        )
+    return f"{missing} name(s) shown as user IDs: the user listing failed. {exc}"
 
 
 class _Cache:
@@ -196,12 +213,13 @@ class Directory:
 
     # --- users -----------------------------------------------------------------------------------------------
 
-    def users(self, ids: Iterable[str], *, lookups: int = INFO_LOOKUPS_PER_CALL) -> dict[str, User]:
-        """The users among `ids` that can be named; best effort, so a listing failure leaves IDs unnamed."""
+    def users(self, ids: Iterable[str], *, lookups: int = INFO_LOOKUPS_PER_CALL) -> Names:
+        """The users among `ids` that can be named; best effort, so a listing failure leaves IDs unnamed and
+        says why in `unnamed_because`."""
         wanted = {i for i in ids if i and USER_ID.match(i)}
         with self._lock:
             self._users.expire()
-            found = {i: self._users.items[i] for i in wanted if i in self._users.items}
+            found = Names({i: self._users.items[i] for i in wanted if i in self._users.items})
             missing = wanted - set(found)
             try:
                 pages = 0
@@ -217,6 +235,7 @@ class Directory:
                     found[user_id] = self.user_by_id(user_id)
             except ToolFailure as exc:
                 logger.info("names of %d user(s) left unresolved: %s", len(missing), exc)
+                found.unnamed_because = _why_unnamed(len(missing), exc)
         return found
 
     def user_by_id(self, user_id: str) -> User:
@@ -270,6 +289,8 @@ class Directory:
         self._users.cursor = (data.get("response_metadata") or {}).get("next_cursor") or None
         if self._users.cursor is None:
             self._users.complete = True
+        # Slack does not say how many pages a workspace has: the count so far is the progress, with no total.
+        report_progress(len(self._users.items), None, f"Listing people for names: {len(self._users.items):,} so far")
         return users
 
     # --- channels --------------------------------------------------------------------------------------------
@@ -376,7 +397,10 @@ class Directory:
             if next_cursor is None:
                 self._channels.complete = True
                 self._listed_at = time.monotonic()
-        return self._remember(channels)
+        new = self._remember(channels)
+        seen = len(self._channels.items)
+        report_progress(seen, None, f"Listing channels: {seen:,} so far")
+        return new
 
     def _remember(self, channels: list[Channel]) -> list[Channel]:
         """Cache the channels; the ones not cached before."""

@@ -8,12 +8,14 @@ names a page needs are fetched in one batch before any message is converted.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from mcp_server_core import Rendered, take_within_budget
 from mcp_server_core.untrusted import Cleaned, clean, fence
+from pydantic import PrivateAttr
 
-from mcp_server_slack.directory import Directory, User
+from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks
+from mcp_server_slack.directory import Channel, Directory, User
 from mcp_server_slack.formatting import mentioned_ids, render_mrkdwn, ts_to_iso
 
 __all__ = ["MessagePage", "page_text", "render_message", "to_records"]
@@ -25,6 +27,8 @@ cursor, never silently dropped."""
 
 def _raw_text(raw: dict[str, Any]) -> str:
     text = str(raw.get("text") or "")
+    if shows_blocks(raw):
+        text = blocks_to_mrkdwn(raw["blocks"]) or text
     for attachment in raw.get("attachments") or []:
         extra = attachment.get("text") or attachment.get("fallback")
         if extra and extra not in text:
@@ -32,14 +36,22 @@ def _raw_text(raw: dict[str, Any]) -> str:
     return text
 
 
+def _has_channel(raw: dict[str, Any]) -> bool:
+    channel = raw.get("channel")
+    return isinstance(channel, dict) and bool(channel.get("id"))
+
+
 def to_records(
     raws: list[dict[str, Any]], directory: Directory, *, channel_label: str | None = None
-) -> list[dict[str, Any]]:
-    """Records for a page of raw messages; every name resolved in one batch (cache, then users.list pages)."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Records for a page of raw messages, every name resolved in one batch (cache, then users.list pages); and
+    why some authors or mentions show as user IDs, if the batch failed."""
     texts = [_raw_text(raw) for raw in raws]
     mentioned_users, mentioned_channels = mentioned_ids(texts)
     authors = {str(raw["user"]) for raw in raws if raw.get("user")}
-    users = directory.users(authors | mentioned_users)
+    places = {id(raw): Channel.from_api(raw["channel"]) for raw in raws if _has_channel(raw)}
+    peers = {place.peer for place in places.values() if place.peer}  # a DM hit is labelled by its person
+    users = directory.users(authors | mentioned_users | peers)
     channels = directory.channels(mentioned_channels)
 
     def user_name(user_id: str) -> str | None:
@@ -77,15 +89,15 @@ def to_records(
         subtype = raw.get("subtype")
         if subtype and subtype not in ("bot_message", "thread_broadcast"):
             record["subtype"] = str(subtype)
-        channel = raw.get("channel")
-        if isinstance(channel, dict):
-            record["channel"] = f"#{channel.get('name')}" if channel.get("name") else str(channel.get("id"))
+        place = places.get(id(raw))
+        if place is not None:  # labelled as read_messages and list_channels label it: "DM with @bob", "#general"
+            record["channel"] = directory.label(place, users)
         elif channel_label:
             record["channel"] = channel_label
         if raw.get("permalink"):
             record["permalink"] = str(raw["permalink"])
         records.append(record)
-    return records
+    return records, users.unnamed_because
 
 
 def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
@@ -97,7 +109,8 @@ def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
             found["bot"] = True
         return found
     bot_name = (raw.get("bot_profile") or {}).get("name") or raw.get("username")
-    if raw.get("bot_id") or raw.get("subtype") == "bot_message":
+    # A search hit of an integration's post carries only `username`: a message without a user ID is a bot's.
+    if raw.get("bot_id") or raw.get("subtype") == "bot_message" or (bot_name and not user_id):
         return {
             "user": str(user_id or raw.get("bot_id") or ""),
             "author": str(bot_name or raw.get("bot_id")),
@@ -147,7 +160,14 @@ class MessagePage(Rendered):
     source: str
     messages: list[dict[str, Any]]
     next_cursor: str | None = None
+    # For the reader of the text only (why names are missing): kept out of the outputSchema, whose every byte is
+    # paid in each conversation.
+    _note: str | None = PrivateAttr(None)
+
+    def noted(self, note: str | None) -> Self:
+        self._note = note
+        return self
 
     def render(self) -> str:
         header = f"{self.source}: {len(self.messages)} message(s)" if self.messages else f"{self.source}: none."
-        return page_text(header, self.messages, self.next_cursor, None)
+        return page_text(header, self.messages, self.next_cursor, self._note)

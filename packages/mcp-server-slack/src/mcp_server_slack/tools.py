@@ -14,6 +14,7 @@ from mcp_server_core import (
     Toolset,
     decode_cursor,
     encode_cursor,
+    report_progress,
 )
 from mcp_server_core.untrusted import fence
 from pydantic import Field, PrivateAttr
@@ -281,12 +282,13 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         else:
             data = api.call("conversations.history", **common)
         raws = list(data.get("messages") or [])
+        report_progress(len(raws), None, f"{len(raws)} message(s) read; naming their authors")
         if thread_ts and cursor:  # Slack repeats the thread's first message on every page: show it once
             raws = [r for r in raws if r.get("ts") != thread_ts]
         if found.peer:  # a DM is labelled by the other person: their name joins the page's one batch
             directory.users([found.peer, *(str(r["user"]) for r in raws if r.get("user"))])
         label = directory.label(found)
-        records = to_records(raws, directory, channel_label=label)
+        records, unnamed = to_records(raws, directory, channel_label=label)
         if permalinks:
             for record in records:
                 record["permalink"] = links.link(found.id, record["ts"], record.get("thread_ts"))
@@ -306,7 +308,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             source=where if thread_ts else f"{where}, newest first",
             messages=records[:shown],
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        )
+        ).noted(unnamed)
 
     @toolset.tool(title="Find users", read_only=True, open_world=True)
     def list_users(
@@ -362,7 +364,9 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         data = api.call("search.messages", query=query, count=limit, page=page, highlight=False)
         found = data.get("messages") or {}
         raws = list(found.get("matches") or [])[skip:]
-        records = to_records(raws, directory)
+        pages = int((found.get("paging") or {}).get("pages") or page)
+        report_progress(page, pages, f"Search page {page} of {pages} read; naming the authors of {len(raws)} hit(s)")
+        records, unnamed = to_records(raws, directory)
         shown = fit(records)
         paging = found.get("paging") or {}
         if shown < len(records):
@@ -376,7 +380,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             source=f"Search {query!r}: {total} match(es) in all" if total is not None else f"Search {query!r}",
             messages=records[:shown],
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        )
+        ).noted(unnamed)
 
     return toolset
 
