@@ -169,6 +169,11 @@ SERVICE_UNAVAILABLE_PAGE = (
 """What an edge or proxy in front of the Web API sends when Slack is down: HTML, not JSON."""
 
 
+SENT: dict[tuple[str, str], None] = {}
+"""Every distinct JSON body any fake of this test run sent, by method (an ordered set): test_shapes.py checks
+each against Slack's published response types."""
+
+
 def _ts(offset: int, micro: int = 0) -> str:
     return f"{BASE_TS + offset}.{micro:06d}"
 
@@ -370,9 +375,9 @@ def _user(user_id: str, name: str, real: str, *, email: str | None = None, **fla
             "display_name_normalized": flags.get("display", name),
             "status_text": flags.get("status_text", ""),
             "status_emoji": flags.get("status_emoji", ""),
-            "email": email,
             "image_72": f"https://avatars.example/{user_id}.png",
             "team": "T0FAKE",
+            **({"email": email} if email else {}),  # a bot has no email: Slack leaves the field out
         },
     }
 
@@ -711,7 +716,7 @@ class FakeSlack:
                         "iid": f"{channel['id']}-{message['ts']}",
                         "type": "message",
                         "channel": _search_channel(channel),
-                        "user": message.get("user"),
+                        **({"user": message["user"]} if message.get("user") else {}),  # absent for a bot's post
                         "username": message.get("username") or "",
                         "ts": message["ts"],
                         "text": message["text"],
@@ -814,6 +819,8 @@ class FakeSlack:
                     data, content_type = body.encode(), "text/html; charset=utf-8"
                 else:
                     data, content_type = json.dumps(body).encode(), "application/json; charset=utf-8"
+                    with fake._lock:
+                        SENT.setdefault((method, data.decode()), None)
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
