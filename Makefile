@@ -51,8 +51,15 @@ typecheck: install ## mypy --strict over the helpers and the servers
 conformance-deps:
 	@test -x $(NPM_PREFIX)/node_modules/.bin/conformance || npm ci --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error
 
+# The published API shapes the test fakes are checked against (npm packages pinned by their lockfiles).
+SLACK_SHAPES := packages/mcp-server-slack/tests/shapes
+
+.PHONY: shapes-deps
+shapes-deps:
+	@test -x $(SLACK_SHAPES)/node_modules/.bin/tsc || npm ci --prefix $(SLACK_SHAPES) --no-audit --no-fund --loglevel=error
+
 .PHONY: pytest
-pytest: install conformance-deps bundle-deps ## The test suites of every package and the cross-server tests
+pytest: install conformance-deps bundle-deps shapes-deps ## The test suites of every package and the cross-server tests
 	$(UV) run --no-sync pytest -n 2 --dist loadscope -m "not serial"
 	$(UV) run --no-sync pytest -m serial
 
