@@ -39,6 +39,21 @@ INJECTION_BODY = (
 
 
 @dataclass
+class Sent:
+    """One answer of the API (not of the log storage), kept for the check against GitHub's OpenAPI description."""
+
+    method: str
+    path: str  # as routed: a repository named by id is recorded by name, as the description spells its paths
+    status: int
+    content_type: str
+    body: bytes
+
+
+SENT: list[Sent] = []
+"""Every answer every fake sent in this test process, in order."""
+
+
+@dataclass
 class Recorded:
     method: str
     path: str
@@ -290,7 +305,6 @@ class FakeGitHub:
                 "body": f"Nit {n}.",
                 "author_association": "OWNER",
                 "created_at": NOW,
-                "in_reply_to_id": None,
             }
             for n in range(3)
         ]
@@ -441,6 +455,15 @@ class FakeGitHub:
                 parsed = body.decode(errors="replace")
         with self._lock:
             self.requests.append(Recorded(method, path, query, headers, parsed))
+        self._local.routed = None
+        status, out, data = self._answer(method, path, query, headers, parsed)
+        if self._local.routed is not None:
+            SENT.append(Sent(method, self._local.routed, status, out.get("Content-Type", ""), data))
+        return status, out, data
+
+    def _answer(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], parsed: Any
+    ) -> tuple[int, dict[str, str], bytes]:
         try:
             if self.prefix and not path.startswith("/_blobs/"):
                 if not path.startswith(self.prefix + "/"):
@@ -449,6 +472,7 @@ class FakeGitHub:
                 self.requests[-1].path = path
             if path.startswith("/_blobs/"):
                 return self._blob(path, headers)
+            self._local.routed = path
             return self._api(method, path, query, headers, parsed)
         except Reply as reply:
             return self._json(reply.status, reply.body, reply.headers)
@@ -513,6 +537,7 @@ class FakeGitHub:
             if repo is None:
                 raise _error(404, "Not Found")
             path = f"/repos/{repo.full_name}{by_id[2]}"
+            self._local.routed = path
         for verb, pattern, route in ROUTES:
             match = re.fullmatch(pattern, path)
             if match and verb == method:
@@ -891,7 +916,13 @@ def _new_tree(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
             files[entry["path"]] = entry["content"].encode()
         elif entry.get("sha") is None:
             if entry["path"] not in files:
-                raise _error(422, "GitRPC::BadObjectState", errors=[f"path {entry['path']} not found in base tree"])
+                raise _error(
+                    422,
+                    "GitRPC::BadObjectState",
+                    errors=[
+                        {"code": "invalid", "field": "tree", "message": f"path {entry['path']} not found in base tree"}
+                    ],
+                )
             files.pop(entry["path"])
     sha = hashlib.sha1(json.dumps(sorted((p, blob_sha(c)) for p, c in files.items())).encode()).hexdigest()  # noqa: S324
     fake.trees[sha] = files
@@ -1288,10 +1319,9 @@ def _review(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
                 "body": c["body"],
                 "author_association": "MEMBER",
                 "created_at": NOW,
-                "in_reply_to_id": None,
             }
         )
-    return review
+    return fake._json(200, review)  # GitHub answers a new review with 200, not 201
 
 
 @route("GET", R + r"/actions/runs")
