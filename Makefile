@@ -53,10 +53,12 @@ conformance-deps:
 
 # The published API shapes the test fakes are checked against (npm packages pinned by their lockfiles).
 SLACK_SHAPES := packages/mcp-server-slack/tests/shapes
+GITHUB_OPENAPI := packages/mcp-server-github/tests/openapi
 
 .PHONY: shapes-deps
 shapes-deps:
 	@test -x $(SLACK_SHAPES)/node_modules/.bin/tsc || npm ci --prefix $(SLACK_SHAPES) --no-audit --no-fund --loglevel=error
+	@test -d $(GITHUB_OPENAPI)/node_modules/@octokit/openapi || npm ci --prefix $(GITHUB_OPENAPI) --no-audit --no-fund --loglevel=error
 
 .PHONY: pytest
 pytest: install conformance-deps bundle-deps shapes-deps ## The test suites of every package and the cross-server tests
