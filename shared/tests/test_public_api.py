@@ -55,6 +55,7 @@ TESTING = [
     "free_port",
     "modern_meta",
     "python_module",
+    "recorded_spans",
     "spawn_http_server",
     "tools_list_bytes",
 ]

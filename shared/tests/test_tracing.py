@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
-from mcp_server_core.testing import StdioWire
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from mcp_server_core.testing import StdioWire, recorded_spans
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -24,12 +22,8 @@ ARGUMENT = "a-value-only-the-arguments-hold"
 
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)  # once per process: the API refuses a second provider
-    yield exporter
-    provider.shutdown()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 def _attributes(span: ReadableSpan) -> dict[str, object]:

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 import pytest
 from fake_github import TOKEN, FakeGitHub, server_for
 from fastmcp import Client
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from mcp_server_core.testing import recorded_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -18,15 +16,8 @@ REPO = "acme/widgets"
 
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # the API takes one provider a process: join it if set
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    processor = SimpleSpanProcessor(exporter)
-    provider.add_span_processor(processor)
-    yield exporter
-    processor.shutdown()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 async def test_each_github_request_is_a_child_span_named_by_its_path_template(

@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack, make_server, text_of
 from fastmcp import Client
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from mcp_server_core.testing import recorded_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -129,14 +127,8 @@ async def test_a_user_token_alone_reads_and_searches(fake: FakeSlack) -> None:
 
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # the API takes one provider per process: join one already set
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 async def test_each_slack_request_is_a_child_span_named_by_its_method(
