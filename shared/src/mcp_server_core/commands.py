@@ -21,15 +21,15 @@ import asyncio
 import inspect
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError, create_model
 
 from mcp_server_core.conventions import Media, ToolDefinition, answer_of
-from mcp_server_core.errors import ToolFailure, redact
+from mcp_server_core.errors import ToolFailure, did_you_mean, redact
 from mcp_server_core.toolsets import Toolset, parse_toolsets
 
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "ToolCommands", "argument_model", "usage_line"]
@@ -72,21 +72,51 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
     return "scalar"
 
 
-def usage_line(distribution: str, definition: ToolDefinition) -> str:
-    """One line that shows how to call the tool: required arguments in order, then the options."""
-    schema = argument_model(definition).model_json_schema()
+@dataclass(frozen=True)
+class _Argument:
+    """One of a tool's arguments as a command line writes it, read once from its input schema."""
+
+    name: str
+    kind: str
+    required: bool
+    help: str
+    choices: list[Any] | None
+
+    @property
+    def metavar(self) -> str:
+        return "JSON" if self.kind == "json" else self.name.upper()
+
+    @property
+    def repeated(self) -> bool:
+        return self.kind in ("list", "scalar-or-list")
+
+
+def _arguments_of(model: type[BaseModel]) -> list[_Argument]:
+    schema = model.model_json_schema()
     definitions = schema.get("$defs", {})
     required = schema.get("required", [])
-    words = [distribution, "call", definition.name]
+    found = []
     for name, prop in schema.get("properties", {}).items():
-        kind = _kind(prop, definitions)
-        metavar = "JSON" if kind == "json" else name.upper()
-        if name in required:
-            words.append(f"{metavar}..." if kind in ("list", "scalar-or-list") else metavar)
-        elif kind == "flag":
-            words.append(f"[{_option(name)}]")
+        described = prop.get("description") or next(
+            (v.get("description") for v in prop.get("anyOf", []) if v.get("description")), None
+        )
+        help_text = described or ""
+        if "default" in prop and prop["default"] is not None:
+            help_text += f" (default {json.dumps(prop['default'])})"
+        found.append(_Argument(name, _kind(prop, definitions), name in required, help_text.strip(), prop.get("enum")))
+    return found
+
+
+def usage_line(distribution: str, definition: ToolDefinition) -> str:
+    """One line that shows how to call the tool: required arguments in order, then the options."""
+    words = [distribution, "call", definition.name]
+    for argument in _arguments_of(argument_model(definition)):
+        if argument.required:
+            words.append(f"{argument.metavar}..." if argument.repeated else argument.metavar)
+        elif argument.kind == "flag":
+            words.append(f"[{_option(argument.name)}]")
         else:
-            words.append(f"[{_option(name)} {metavar}]")
+            words.append(f"[{_option(argument.name)} {argument.metavar}]")
     return " ".join(words)
 
 
@@ -148,8 +178,6 @@ class ToolCommands:
                 raise _UsageError(
                     f"{wanted} is in the toolset {toolset.name!r}, which is off: add --toolsets {toolset.name}."
                 )
-        from mcp_server_core.errors import did_you_mean
-
         known = [d.name for _, d in self.offered()]
         raise _UsageError(f"no tool {wanted!r}. {did_you_mean(wanted, known, noun='tool')}")
 
@@ -179,7 +207,7 @@ class ToolCommands:
         width = max((len(d.name) for _, d in self.offered()), default=0)
         for _, definition in self.offered():
             mark = "  " if definition.read_only else "w "
-            lines.append(f"{mark}{definition.name:<{width}}  {_first_sentence(definition.description)}")
+            lines.append(f"{mark}{definition.name:<{width}}  {definition.summary}")
         off = [t.name for t in self.toolsets if t.name not in self.enabled]
         lines.append(f"w = writes. `{self.distribution} call TOOL --help` for one tool's options.")
         if off:
@@ -205,14 +233,16 @@ class ToolCommands:
                 return EXIT_OK
             raise _UsageError(f"name a tool: {self.distribution} tools lists them")
         definition = self.find(argv[0])
-        parser, model = self._tool_parser(definition)
+        model = argument_model(definition)
+        arguments_of = _arguments_of(model)
+        parser = self._tool_parser(definition, arguments_of)
         try:
             parsed = parser.parse_args(argv[1:])
         except SystemExit as exc:  # --help printed
             return int(exc.code or 0)
         as_json = parsed.json
         try:
-            arguments = self._arguments(definition, model, vars(parsed))
+            arguments = _validated(model, arguments_of, vars(parsed))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{_option('.'.join(str(p) for p in e['loc']))}: {e['msg']}"
@@ -223,73 +253,36 @@ class ToolCommands:
 
     # --- one tool as a command -----------------------------------------------------------------------------------
 
-    def _tool_parser(self, definition: ToolDefinition) -> tuple[argparse.ArgumentParser, type[BaseModel]]:
-        model = argument_model(definition)
-        schema = model.model_json_schema()
-        definitions = schema.get("$defs", {})
-        required = schema.get("required", [])
+    def _tool_parser(self, definition: ToolDefinition, arguments: list[_Argument]) -> argparse.ArgumentParser:
         parser = _Parser(
             prog=f"{self.distribution} call {definition.name}",
             description=definition.description,
             epilog="Prints the tool's text (--json: its structured result). Exit 0 ok, 1 tool failure, 2 usage.",
         )
-        for name, prop in schema.get("properties", {}).items():
-            kind = _kind(prop, definitions)
-            described = prop.get("description") or next(
-                (v.get("description") for v in prop.get("anyOf", []) if v.get("description")), None
-            )
-            help_text = described or ""
-            if "default" in prop and prop["default"] is not None:
-                help_text += f" (default {json.dumps(prop['default'])})"
-            choices = prop.get("enum")
-            if name in required and kind != "flag":
+        for argument in arguments:
+            name, help_text = argument.name, argument.help or None
+            if argument.required and argument.kind != "flag":
                 # Given in order without a name, or by name: `call read_file src/a.py` = `--path src/a.py`.
                 parser.add_argument(
                     f"{name}__positional",
-                    nargs="*" if kind in ("list", "scalar-or-list") else "?",
+                    nargs="*" if argument.repeated else "?",
                     metavar=name.upper(),
-                    help=help_text.strip() or None,
+                    help=help_text,
                 )
-            if kind == "flag":
+            if argument.kind == "flag":
                 parser.add_argument(_option(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text)
-            elif kind in ("list", "scalar-or-list"):
+            elif argument.repeated:
                 parser.add_argument(_option(name), dest=name, action="append", metavar="VALUE", help=help_text)
             else:
                 parser.add_argument(
                     _option(name),
                     dest=name,
-                    metavar="JSON" if kind == "json" else "VALUE",
-                    choices=choices,
-                    help=help_text.strip() or None,
+                    metavar="JSON" if argument.kind == "json" else "VALUE",
+                    choices=argument.choices,
+                    help=help_text,
                 )
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
-        return parser, model
-
-    def _arguments(self, definition: ToolDefinition, model: type[BaseModel], parsed: dict[str, Any]) -> dict[str, Any]:
-        schema = model.model_json_schema()
-        definitions = schema.get("$defs", {})
-        given: dict[str, Any] = {}
-        for name, prop in schema.get("properties", {}).items():
-            kind = _kind(prop, definitions)
-            value = parsed.get(name)
-            positional = parsed.get(f"{name}__positional")
-            if positional not in (None, []):
-                if value is not None:
-                    raise _UsageError(f"{name} given twice: by position and as {_option(name)}")
-                value = positional
-            if value is None:
-                continue
-            if kind == "json":
-                try:
-                    value = json.loads(value)
-                except json.JSONDecodeError as exc:
-                    raise _UsageError(f"{_option(name)} takes JSON: {exc.msg} at character {exc.pos}") from None
-            elif kind == "scalar-or-list" and isinstance(value, list) and len(value) == 1:
-                value = value[0]
-            given[name] = value
-        validated = model.model_validate(given)
-        # The validated values themselves (nested models included), as fastmcp hands them to the function.
-        return {name: getattr(validated, name) for name in type(validated).model_fields}
+        return parser
 
     def _run(self, definition: ToolDefinition, arguments: dict[str, Any], *, as_json: bool) -> int:
         try:
@@ -314,6 +307,32 @@ class ToolCommands:
         return EXIT_OK
 
 
+def _validated(model: type[BaseModel], arguments: list[_Argument], parsed: dict[str, Any]) -> dict[str, Any]:
+    """The parsed words as the tool's arguments, checked by its model (a ValidationError says what is wrong)."""
+    given: dict[str, Any] = {}
+    for argument in arguments:
+        name = argument.name
+        value = parsed.get(name)
+        positional = parsed.get(f"{name}__positional")
+        if positional not in (None, []):
+            if value is not None:
+                raise _UsageError(f"{name} given twice: by position and as {_option(name)}")
+            value = positional
+        if value is None:
+            continue
+        if argument.kind == "json":
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise _UsageError(f"{_option(name)} takes JSON: {exc.msg} at character {exc.pos}") from None
+        elif argument.kind == "scalar-or-list" and isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        given[name] = value
+    validated = model.model_validate(given)
+    # The validated values themselves (nested models included), as fastmcp hands them to the function.
+    return {name: getattr(validated, name) for name in type(validated).model_fields}
+
+
 async def _awaited(result: Any) -> Any:
     return await result
 
@@ -322,7 +341,3 @@ def _json_of(text: str, structured: dict[str, Any] | None, media: Media | None) 
     if media is not None:
         return {"type": media.kind, "mimeType": media.mime_type, "data": media.data}
     return structured if structured is not None else {"text": text}
-
-
-def _first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]

@@ -243,6 +243,11 @@ class ToolDefinition:
         return inspect.getdoc(self.fn) or ""
 
     @property
+    def summary(self) -> str:
+        """The description's first sentence (when to use the tool): what a one-line listing shows."""
+        return first_sentence(self.description)
+
+    @property
     def annotations(self) -> mcp_types.ToolAnnotations:
         import mcp_types
 
@@ -309,6 +314,10 @@ def tool(
     return decorate
 
 
+def first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+
+
 def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
     if not _TOOL_NAME.match(name):
         raise ValueError(f"tool name {name!r} must be snake_case verb_noun, e.g. 'read_file'")
@@ -317,8 +326,7 @@ def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
     doc = inspect.getdoc(fn)
     if not doc:
         raise ValueError(f"tool {name!r} needs a docstring whose first sentence says when to use it")
-    first_sentence = re.split(r"(?<=[.!?])\s", doc.strip(), maxsplit=1)[0]
-    if len(first_sentence) > _MAX_FIRST_SENTENCE:
+    if len(first_sentence(doc)) > _MAX_FIRST_SENTENCE:
         raise ValueError(f"tool {name!r}: the first sentence of its description is over {_MAX_FIRST_SENTENCE} chars")
 
 
@@ -348,9 +356,9 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
         )
 
     def on_wire(failure: ToolFailure) -> ToolError:
-        error = ToolError(str(failure), log_level=failure.log_level)
-        error.category = failure.category  # type: ignore[attr-defined]  # read by the audit and the span
-        return error
+        # At the failure's own log level (fastmcp logs any other exception as an error with its traceback);
+        # the server reads the category from the failure itself, this error's cause.
+        return ToolError(str(failure), log_level=failure.log_level)
 
     if inspect.iscoroutinefunction(fn):
 

@@ -51,9 +51,8 @@ def skill_markdown(commands: ToolCommands) -> str:
         "",
     ]
     for _, definition in commands.offered():
-        sentence = re.split(r"(?<=[.!?])\s", definition.description.strip(), maxsplit=1)[0]
         writes = "" if definition.read_only else " (writes)"
-        lines.append(f"- `{usage_line(name, definition)}`: {sentence}{writes}")
+        lines.append(f"- `{usage_line(name, definition)}`: {definition.summary}{writes}")
     lines += [
         "",
         "Lists repeat an option (`--x a --x b`); objects are JSON. `--json` prints the structured result.",
