@@ -279,16 +279,11 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
 
 
 def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str]) -> int:
-    import logging
-
     from mcp_server_core.commands import ToolCommands
-    from mcp_server_core.errors import RedactingFormatter
+    from mcp_server_core.errors import configure_logging
 
     assert spec.toolsets is not None
-    # The log goes to stderr, redacted, as the server's does; stdout holds the result only.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=settings.log_level, handlers=[handler])
+    configure_logging(settings.log_level)  # stderr, redacted, as the server's; stdout holds the result only
     try:
         with spec.toolsets(settings) as toolsets:
             commands = ToolCommands(

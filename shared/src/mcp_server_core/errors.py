@@ -10,8 +10,13 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import sys
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_server_core.settings import LogLevel
 
 __all__ = [
     "Conflict",
@@ -21,6 +26,7 @@ __all__ = [
     "Refused",
     "ToolFailure",
     "Unavailable",
+    "configure_logging",
     "did_you_mean",
     "redact",
     "register_secret",
@@ -160,3 +166,17 @@ class RedactingFormatter(logging.Formatter):
             side = _SIDE_BY_LEVEL.get(record.levelno, "internal bug")
             record = logging.makeLogRecord({**record.__dict__, "msg": f"[{side}] {message}", "args": None})
         return redact(super().format(record))
+
+
+def configure_logging(level: LogLevel) -> None:
+    """One plain, redacted handler on stderr for everything: stdout belongs to the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        library_logger = logging.getLogger(name)
+        library_logger.handlers[:] = []
+        library_logger.propagate = True
+        library_logger.setLevel(level)

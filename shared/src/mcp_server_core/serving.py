@@ -33,10 +33,10 @@ import anyio
 from fastmcp.server.context import reset_transport, set_transport
 
 from mcp_server_core.audit import configure_audit_log
-from mcp_server_core.errors import RedactingFormatter
+from mcp_server_core.errors import configure_logging
 from mcp_server_core.metrics import prepare_for_workers, remove_folder, worker_died
 from mcp_server_core.server import ReferenceServer
-from mcp_server_core.settings import LogLevel, ServerSettings
+from mcp_server_core.settings import ServerSettings
 from mcp_server_core.stdio import stdio_transport
 from mcp_server_core.tracing import configure_tracing
 
@@ -48,20 +48,6 @@ RESPAWN_WINDOW_S = 10.0
 """A worker that dies sooner than this after starting is not replaced more than `MAX_QUICK_DEATHS` times:
 it is the configuration (a bad URL, a port in use), and restarting it forever would hide that."""
 MAX_QUICK_DEATHS = 3
-
-
-def configure_logging(level: LogLevel) -> None:
-    """One plain, redacted handler on stderr for everything: stdout belongs to the protocol."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "uvicorn.access"):
-        library_logger = logging.getLogger(name)
-        library_logger.handlers[:] = []
-        library_logger.propagate = True
-        library_logger.setLevel(level)
 
 
 EXIT_GRACE_S = 3.0
