@@ -22,15 +22,26 @@ ROOT = Path(__file__).parent.parent
 _fakes: dict[str, Any] = {}
 
 
-def _fake(name: str, path: str) -> Any:
-    """A package's fake web API (from its own tests), started once and left running for the whole session."""
-    if name not in _fakes:
+_modules: dict[str, Any] = {}
+
+
+def fake_module(name: str, path: str) -> Any:
+    """A package's fake web API module (from its own tests), loaded once by path: tests are not packages."""
+    if name not in _modules:
         spec = importlib.util.spec_from_file_location(f"root_{name}", ROOT / path)
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # dataclasses look their module up while it loads
         spec.loader.exec_module(module)
+        _modules[name] = module
+    return _modules[name]
+
+
+def _fake(name: str, path: str) -> Any:
+    """A package's fake web API, started once and left running for the whole session."""
+    if name not in _fakes:
+        module = fake_module(name, path)
         _fakes[name] = module
         module.FAKE = getattr(module, "Fake" + name.capitalize())()
         module.FAKE_SERVING = module.FAKE.serve()

@@ -6,7 +6,6 @@ same server spoken to over stdio, so the comparison is of the two tracks as ship
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,26 +20,17 @@ from typing import Any
 import pytest
 from mcp_server_core.testing import StdioWire, python_module
 
-from tests.conftest import ROOT, SERVERS
+from tests.conftest import SERVERS, fake_module
 
 MCP_MODULES = ("fastmcp", "mcp", "mcp_types")
 
 
 @pytest.fixture(scope="module")
-def github_fake() -> Iterator[Any]:
-    spec = importlib.util.spec_from_file_location(
-        "commands_fake_github", ROOT / "packages/mcp-server-github/tests/fake_github.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    fake = module.FakeGitHub().start()
-    try:
+def github_fake() -> Iterator[tuple[Any, Any]]:
+    """(the fake's module, a running FakeGitHub): the package's own fake API, which the root suite does not start."""
+    module = fake_module("github", "packages/mcp-server-github/tests/fake_github.py")
+    for fake in module.running():
         yield module, fake
-    finally:
-        fake.stop()
 
 
 def _launch(server: str, tmp: Path, github_fake: Any) -> tuple[list[str], dict[str, str]]:

@@ -865,6 +865,20 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
+async def failure_text(fake: FakeSlack, name: str, arguments: dict[str, Any], **settings: Any) -> str:
+    """The isError text of one call through the real protocol, checked to hold no token and no traceback."""
+    from fastmcp import Client
+
+    async with Client(make_server(fake, **settings)) as client:
+        result = await client.call_tool_mcp(name, arguments)
+    assert result.is_error, text_of(result)
+    text = text_of(result)
+    assert BOT_TOKEN not in text
+    assert USER_TOKEN not in text
+    assert "Traceback" not in text
+    return text
+
+
 if __name__ == "__main__":  # a fake to point a real host at: python tests/fake_slack.py
     fake = FakeSlack()
     with fake.serve() as url:

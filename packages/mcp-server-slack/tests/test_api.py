@@ -6,54 +6,43 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack, make_server, text_of
+from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack, failure_text, make_server, text_of
 from fastmcp import Client
 from mcp_server_core.testing import recorded_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 
-async def _fails(fake: FakeSlack, name: str, arguments: dict[str, Any], **settings: Any) -> str:
-    async with Client(make_server(fake, **settings)) as client:
-        result = await client.call_tool_mcp(name, arguments)
-    assert result.is_error, text_of(result)
-    text = text_of(result)
-    assert BOT_TOKEN not in text
-    assert USER_TOKEN not in text
-    return text
-
-
 async def test_channel_not_found_points_to_list_channels(fake: FakeSlack) -> None:
-    text = await _fails(fake, "read_messages", {"channel": "C0MISSING"})
+    text = await failure_text(fake, "read_messages", {"channel": "C0MISSING"})
     assert "channel_not_found" in text
     assert "list_channels" in text
 
 
 async def test_unknown_channel_name_suggests_close_ones(fake: FakeSlack) -> None:
-    text = await _fails(fake, "read_messages", {"channel": "#genral"})
+    text = await failure_text(fake, "read_messages", {"channel": "#genral"})
     assert "No channel named '#genral'" in text
     assert "Did you mean 'general'" in text
 
 
 async def test_not_in_channel_says_to_invite_the_app(fake: FakeSlack) -> None:
-    text = await _fails(fake, "read_messages", {"channel": "#outside"})
+    text = await failure_text(fake, "read_messages", {"channel": "#outside"})
     assert "not a member" in text
     assert "/invite" in text
 
 
 async def test_missing_scope_names_the_scope_needed(fake: FakeSlack) -> None:
     fake.missing_scopes.add("users:read.email")
-    text = await _fails(fake, "list_users", {"query": "alice@example.com"})
+    text = await failure_text(fake, "list_users", {"query": "alice@example.com"})
     assert "lacks the scope users:read.email" in text
     assert "reinstall" in text
 
 
 async def test_invalid_auth_says_to_check_the_token_without_showing_it(fake: FakeSlack) -> None:
     fake.tokens = {}
-    text = await _fails(fake, "list_channels", {})
+    text = await failure_text(fake, "list_channels", {})
     assert "invalid_auth" in text
     assert "SLACK_BOT_TOKEN" in text
 
@@ -71,7 +60,7 @@ async def test_a_short_retry_after_is_waited_out_once(fake: FakeSlack) -> None:
 async def test_a_long_retry_after_fails_at_once_saying_when(fake: FakeSlack) -> None:
     fake.fail("conversations.history", "ratelimited", status=429, retry_after=120)
     started = time.monotonic()
-    text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
+    text = await failure_text(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert time.monotonic() - started < 5
     assert "rate-limited" in text
     assert "Retry after 120 s." in text
@@ -80,23 +69,23 @@ async def test_a_long_retry_after_fails_at_once_saying_when(fake: FakeSlack) -> 
 
 async def test_repeated_429s_stop_after_one_retry(fake: FakeSlack) -> None:
     fake.fail("conversations.history", "ratelimited", status=429, retry_after=0, times=5)
-    text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
+    text = await failure_text(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "Retry after 0 s." in text
     assert fake.calls("conversations.history") == 2
 
 
 async def test_an_unreachable_slack_is_unavailable(fake: FakeSlack) -> None:
     fake.url = "http://127.0.0.1:9/api/"
-    text = await _fails(fake, "list_channels", {}, timeout_s=2)
+    text = await failure_text(fake, "list_channels", {}, timeout_s=2)
     assert "unreachable at http://127.0.0.1:9/api/" in text
 
 
 async def test_tokens_never_reach_the_log(fake: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     fake.tokens = {}
-    await _fails(fake, "list_channels", {})
+    await failure_text(fake, "list_channels", {})
     fake.url = "http://127.0.0.1:9/api/"
-    await _fails(fake, "list_channels", {}, timeout_s=1)
+    await failure_text(fake, "list_channels", {}, timeout_s=1)
     assert any(r.name.startswith("mcp_server_slack.sdk") for r in caplog.records)  # slack-sdk's debug lines
     for record in caplog.records:  # raw, before the server's redacting formatter would have a chance
         line = record.getMessage() + (caplog.text or "")
@@ -111,7 +100,7 @@ async def test_a_server_error_is_retried_once(fake: FakeSlack) -> None:
     assert not result.is_error, text_of(result)
     assert fake.calls("conversations.history") == 2
     fake.fail("conversations.history", "internal_error", status=503, times=2)
-    text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
+    text = await failure_text(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "internal_error" in text
     assert "Retry in a minute" in text
 

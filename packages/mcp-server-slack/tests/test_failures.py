@@ -3,19 +3,13 @@ only where it can help, and a page that is not JSON is summarised, never quoted.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from fake_slack import (
-    BOT_TOKEN,
     DOCUMENTED_ERRORS,
     SERVICE_UNAVAILABLE_PAGE,
-    USER_TOKEN,
     FakeSlack,
-    make_server,
-    text_of,
+    failure_text,
 )
-from fastmcp import Client
 from mcp_server_core import RateLimited, Unavailable
 from mcp_server_slack.failures import ERRORS, failure_of
 
@@ -46,23 +40,12 @@ def test_an_undocumented_code_points_at_the_methods_documentation() -> None:
     assert "docs.slack.dev/reference/methods/chat.postMessage" in str(failure.hint)
 
 
-async def _fails(fake: FakeSlack, name: str, arguments: dict[str, Any], **settings: Any) -> str:
-    async with Client(make_server(fake, **settings)) as client:
-        result = await client.call_tool_mcp(name, arguments)
-    assert result.is_error, text_of(result)
-    text = text_of(result)
-    assert BOT_TOKEN not in text
-    assert USER_TOKEN not in text
-    assert "Traceback" not in text
-    return text
-
-
 WRITABLE = {"allow_write": True, "write_channels": ["#random"]}
 
 
 async def test_post_messages_own_rate_limit_is_the_familys_rate_limited(fake: FakeSlack) -> None:
     fake.fail("chat.postMessage", "rate_limited")  # HTTP 200, ok: false, no Retry-After
-    text = await _fails(fake, "post_message", {"channel": "#random", "text": "hi"}, **WRITABLE)
+    text = await failure_text(fake, "post_message", {"channel": "#random", "text": "hi"}, **WRITABLE)
     assert "posted too many messages" in text
     assert "Retry after 30 s." in text
     failure = failure_of("chat.postMessage", status=200, headers=JSON, data={"ok": False, "error": "rate_limited"})
@@ -71,12 +54,12 @@ async def test_post_messages_own_rate_limit_is_the_familys_rate_limited(fake: Fa
 
 async def test_codes_that_retrying_cannot_fix_say_what_to_do_instead(fake: FakeSlack) -> None:
     fake.fail("chat.postMessage", "team_access_not_granted")
-    text = await _fails(fake, "post_message", {"channel": "#random", "text": "hi"}, **WRITABLE)
+    text = await failure_text(fake, "post_message", {"channel": "#random", "text": "hi"}, **WRITABLE)
     assert "not been granted access" in text
     assert "admin must add the app" in text
     assert "retry" not in text.lower()
     fake.fail("reactions.add", "too_many_reactions")
-    text = await _fails(
+    text = await failure_text(
         fake, "add_reaction", {"channel": "#random", "ts": "1712345698.000000", "emoji": "eyes"}, **WRITABLE
     )
     assert "limit of reactions" in text
@@ -85,7 +68,7 @@ async def test_codes_that_retrying_cannot_fix_say_what_to_do_instead(fake: FakeS
 
 async def test_an_html_503_is_summarised_by_status_without_its_markup(fake: FakeSlack) -> None:
     fake.fail_with_page("conversations.history", status=503, times=2)  # slack-sdk retries a 503 once
-    text = await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
+    text = await failure_text(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "HTTP 503" in text
     assert "instead of JSON" in text
     assert "status.slack.com" in text
@@ -93,7 +76,7 @@ async def test_an_html_503_is_summarised_by_status_without_its_markup(fake: Fake
         assert markup not in text
     assert fake.calls("conversations.history") == 2
     fake.fail_with_page("conversations.history", status=404, page="<html>Not Found</html>")
-    assert "SLACK_API_URL" in await _fails(fake, "read_messages", {"channel": "C0RANDOM0"})
+    assert "SLACK_API_URL" in await failure_text(fake, "read_messages", {"channel": "C0RANDOM0"})
     assert "<html>" in SERVICE_UNAVAILABLE_PAGE
 
 
