@@ -30,6 +30,9 @@ def test_take_within_budget_counts_whole_items_and_always_makes_progress() -> No
     assert take_within_budget(["aa", "bb", "cc"], len, 5) == 2
     assert take_within_budget(["a" * 100], len, 5) == 1
     assert take_within_budget([], len, 5) == 0
+    # A later page of the same answer: what earlier pages used counts, and nothing is forced in.
+    assert take_within_budget(["aa", "bb"], len, 5, spent=2) == 1
+    assert take_within_budget(["a" * 100], len, 5, spent=1) == 0
 
 
 def test_a_cursor_round_trips_and_is_opaque() -> None:

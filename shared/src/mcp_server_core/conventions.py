@@ -131,13 +131,14 @@ def cut_to_budget(text: str, max_bytes: int, how_to_continue: str) -> str:
     return f"{kept}\n[cut at {len(kept.encode()):,} of {len(encoded):,} bytes; {how_to_continue}]"
 
 
-def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_bytes: int) -> int:
-    """How many leading items fit in `max_bytes` (always at least one, so a page makes progress)."""
-    used = 0
+def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_bytes: int, *, spent: int = 0) -> int:
+    """How many leading items fit in `max_bytes`, of which `spent` are already used (by earlier pages of the
+    same answer). At least one when nothing is spent yet, so a page always makes progress."""
+    used = spent
     for index, item in enumerate(items):
         used += size_of(item)
         if used > max_bytes:
-            return max(index, 1)
+            return index if spent else max(index, 1)
     return len(items)
 
 

@@ -35,6 +35,7 @@ from mcp_server_core import (
     decode_cursor,
     encode_cursor,
     report_progress,
+    take_within_budget,
     upstream_span,
 )
 from mcp_server_core.audit import audit_target
@@ -465,12 +466,8 @@ class GitHubApi:
                 first = response.data
             items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
             rest = (items if isinstance(items, list) else [])[skip:]
-            taken = 0
-            for item in rest[: limit - len(shown)]:
-                used += _weight(item)
-                if used > budget and (shown or taken):  # at least one item, so a page always makes progress
-                    break
-                taken += 1
+            taken = take_within_budget(rest[: limit - len(shown)], _weight, budget, spent=used)
+            used += sum(_weight(item) for item in rest[:taken])
             shown += rest[:taken]
             if taken < len(rest):
                 next_cursor = encode_cursor({"q": query, "skip": skip + taken}, scope=scope)
