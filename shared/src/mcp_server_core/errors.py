@@ -151,6 +151,11 @@ _SIDE_BY_LEVEL = {
 }
 
 
+def is_failed_call(record: logging.LogRecord) -> bool:
+    """fastmcp's line for a call that failed, which the family classes by the side that failed."""
+    return record.name.startswith("fastmcp") and record.getMessage().startswith(_FAILED_CALL)
+
+
 class RedactingFormatter(logging.Formatter):
     """Formats a record, traceback included, then redacts it: secrets never reach the log.
 
@@ -162,21 +167,28 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
-        if record.name.startswith("fastmcp") and message.startswith(_FAILED_CALL):
+        if is_failed_call(record):
             side = _SIDE_BY_LEVEL.get(record.levelno, "internal bug")
             record = logging.makeLogRecord({**record.__dict__, "msg": f"[{side}] {message}", "args": None})
         return redact(super().format(record))
 
 
 def configure_logging(level: LogLevel) -> None:
-    """One plain, redacted handler on stderr for everything: stdout belongs to the protocol."""
+    """One plain, redacted handler on stderr for everything: stdout belongs to the protocol.
+
+    The handler prints `level` and worse; the family's loggers and fastmcp's pass INFO records on regardless,
+    so that a client that asked for `info` with logging/setLevel gets its call's tool-failure lines
+    (client_log.py) whatever the operator's stderr shows.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(level)
+    passed_on = min(logging.getLevelName(level), logging.INFO)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "uvicorn.access", "mcp_server_core"):
         library_logger = logging.getLogger(name)
         library_logger.handlers[:] = []
         library_logger.propagate = True
-        library_logger.setLevel(level)
+        library_logger.setLevel(passed_on if name in ("fastmcp", "mcp_server_core") else level)

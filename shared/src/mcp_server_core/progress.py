@@ -9,12 +9,12 @@ notification is handed to the server's event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
+from collections.abc import Coroutine
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["INTERVAL_S", "report_progress"]
+__all__ = ["INTERVAL_S", "report_progress", "send_for_call"]
 
 INTERVAL_S = 0.5
 
@@ -53,7 +53,16 @@ def report_progress(done: float, total: float | None = None, message: str | None
     except RuntimeError:  # not inside fastmcp's handling of a call
         return
     reporter.last = now
-    sending = context.report_progress(progress=done, total=total, message=message)
+    send_for_call(context.report_progress(progress=done, total=total, message=message))
+
+
+def send_for_call(sending: Coroutine[Any, Any, Any]) -> bool:
+    """Send a notification of the current call (progress, a log line) on the server's event loop, from the
+    loop or from one of the call's worker threads; False (and nothing sent) outside a call."""
+    reporter = _current.get()
+    if reporter is None:
+        sending.close()
+        return False
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
@@ -62,8 +71,11 @@ def report_progress(done: float, total: float | None = None, message: str | None
         task = running.create_task(sending)
         task.add_done_callback(_quiet)
     else:
-        with contextlib.suppress(RuntimeError):  # the loop is closing: the call is over anyway
+        try:
             asyncio.run_coroutine_threadsafe(sending, reporter.loop).add_done_callback(_quiet)
+        except RuntimeError:  # the loop is closing: the call is over anyway
+            sending.close()
+    return True
 
 
 def _quiet(future: Any) -> None:

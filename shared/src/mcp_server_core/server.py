@@ -48,6 +48,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.audit import AuditTrail, note_failure
 from mcp_server_core.cancellation import unwatch_call, watch_call
+from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
 from mcp_server_core.health import Readiness
@@ -93,7 +94,7 @@ class ReferenceServer(FastMCP[Any]):
             lifespan=self._family_lifespan,
             # Masked: an unexpected exception's text may hold paths, SQL or secrets; its traceback goes to the log.
             mask_error_details=True,
-            **fastmcp_options,
+            **{"client_log_level": DEFAULT_CLIENT_LEVEL, **fastmcp_options},
         )
         self.readiness = Readiness()
         """What /readyz checks on HTTP: a server sets its upstream's check (`server.readiness.set(...)`)."""
@@ -130,6 +131,7 @@ class ReferenceServer(FastMCP[Any]):
     @asynccontextmanager
     async def _family_lifespan(self, server: Any) -> AsyncIterator[Any]:
         async with AsyncExitStack() as stack:
+            stack.callback(forward_to_clients())  # the call's log lines reach its client too (client_log.py)
             result = None
             if self._own_lifespan is not None:
                 result = await stack.enter_async_context(self._own_lifespan(server))
