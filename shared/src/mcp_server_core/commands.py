@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from mcp_server_core.conventions import Media, ToolDefinition, answer_of
 from mcp_server_core.errors import ToolFailure, did_you_mean, redact
-from mcp_server_core.toolsets import Toolset, parse_toolsets
+from mcp_server_core.toolsets import Toolset, is_dynamic, parse_toolsets
 
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "ToolCommands", "argument_model", "usage_line"]
 
@@ -150,7 +150,8 @@ class ToolCommands:
         self.notes = list(notes)
         """What an agent must know before using them (safety, where settings come from)."""
         self.toolsets = list(toolsets)
-        self.enabled = parse_toolsets(enabled, self.toolsets)
+        # `dynamic` saves MCP context by switching toolsets on later; a command costs no context: all are on.
+        self.enabled = parse_toolsets("all" if is_dynamic(enabled) else enabled, self.toolsets)
         self.read_only = read_only
 
     # --- what is offered: what an MCP client of the same server would see, minus the session-only tools ---------

@@ -55,7 +55,7 @@ from mcp_server_core.health import Readiness
 from mcp_server_core.identity import caller
 from mcp_server_core.notifications import ChangeHub
 from mcp_server_core.progress import start_reporting, stop_reporting
-from mcp_server_core.toolsets import Toolset, Toolsets, parse_toolsets
+from mcp_server_core.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
 from mcp_server_core.tracing import annotate_call
 
 __all__ = ["ReferenceServer"]
@@ -111,7 +111,13 @@ class ReferenceServer(FastMCP[Any]):
         self.max_queued_calls_per_client = 32
         """Calls one client may have waiting; past it, a call fails at once instead of piling up."""
         self._client_slots: dict[str, _ClientSlots] = {}
-        self.toolsets = Toolsets(self, toolsets, read_only=read_only)
+        dynamic = is_dynamic(enabled_toolsets)
+        if dynamic and not any(d.name == "enable_toolset" for t in toolsets for d in t.tools):
+            discovery = Toolset("discovery", "Find the other toolsets and switch them on")
+            add_discovery(discovery, lambda: self)
+            toolsets = [*toolsets, discovery]
+            self.instructions = f"{self.instructions or ''} More tools: list_toolsets, then enable_toolset.".strip()
+        self.toolsets = Toolsets(self, toolsets, read_only=read_only, dynamic=dynamic)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name, announce=False)
 

@@ -1,10 +1,12 @@
 """Named groups of tools, switched on and off at run time; each switch sends tools/list_changed.
 
-The user picks toolsets at start (`--toolsets repos,issues`, `all`, `default`): that is the server-wide
-baseline every client sees. The server may widen the baseline later for everybody (`enable`, e.g. a
-permission that arrived), or one session may switch a toolset on for itself alone (`enable_for_session`, a
-discovery tool): then only that session's tools/list changes and only it hears tools/list_changed, since one
-user's agent must not change another user's tools (and context bill).
+The user picks toolsets at start (`--toolsets repos,issues`, `all`, `default`, `dynamic`): that is the
+server-wide baseline every client sees. `dynamic` starts with the discovery pair alone (`list_toolsets`,
+`enable_toolset`, `add_discovery`), so the schema floor is two small tools until a task needs more. The server
+may widen the baseline later for everybody (`enable`, e.g. a permission that arrived), or one session may
+switch a toolset on for itself alone (`enable_for_session`, a discovery tool): then only that session's
+tools/list changes and only it hears tools/list_changed, since one user's agent must not change another user's
+tools (and context bill).
 
 A toolset's tools are registered with the server once, the first time it is switched on anywhere, tagged
 `toolset:<name>`; fastmcp's visibility transforms then decide who sees them: a server-wide rule for the
@@ -15,7 +17,9 @@ write are never registered on a read-only server: absent, not merely refused, so
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
 
 from mcp_server_core.conventions import ToolDefinition, tool
 from mcp_server_core.errors import did_you_mean
@@ -25,7 +29,10 @@ if TYPE_CHECKING:
 
     from mcp_server_core.server import ReferenceServer
 
-__all__ = ["SessionsUnavailable", "Toolset", "Toolsets", "parse_toolsets"]
+__all__ = ["DYNAMIC", "SessionsUnavailable", "Toolset", "Toolsets", "add_discovery", "parse_toolsets"]
+
+DYNAMIC = "dynamic"
+"""The `--toolsets` word for on-demand toolsets: only the discovery pair at start."""
 
 
 class SessionsUnavailable(RuntimeError):
@@ -56,7 +63,8 @@ class Toolset:
 
 
 def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset]) -> list[str]:
-    """Names from a `--toolsets` value: comma-separated names, `all`, `default`; none means `default`."""
+    """Names from a `--toolsets` value: comma-separated names, `all`, `default`; none means `default`.
+    `dynamic` names no toolset itself (the server adds the discovery pair's, see `add_discovery`)."""
     if spec is None:
         words = ["default"]
     elif isinstance(spec, str):
@@ -66,7 +74,9 @@ def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset
     known = {t.name for t in available}
     chosen: list[str] = []
     for word in words or ["default"]:
-        if word == "all":
+        if word == DYNAMIC:
+            names = [t.name for t in available if any(d.name == "enable_toolset" for d in t.tools)]
+        elif word == "all":
             names = [t.name for t in available]
         elif word == "default":
             names = [t.name for t in available if t.default]
@@ -74,7 +84,7 @@ def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset
             names = [word]
         else:
             raise ValueError(
-                f"unknown toolset {word!r}. {did_you_mean(word, [*known, 'all', 'default'], noun='toolset')}"
+                f"unknown toolset {word!r}. {did_you_mean(word, [*known, 'all', 'default', DYNAMIC], noun='toolset')}"
             )
         chosen.extend(n for n in names if n not in chosen)
     return chosen
@@ -83,8 +93,11 @@ def parse_toolsets(spec: str | Iterable[str] | None, available: Sequence[Toolset
 class Toolsets:
     """The toolsets of one server: the baseline every client sees, and what each session added for itself."""
 
-    def __init__(self, server: ReferenceServer, available: Sequence[Toolset], *, read_only: bool) -> None:
+    def __init__(
+        self, server: ReferenceServer, available: Sequence[Toolset], *, read_only: bool, dynamic: bool = False
+    ) -> None:
         self._server = server
+        self.dynamic = dynamic
         self._available = {t.name: t for t in available}
         self._registered: dict[str, list[str]] = {}  # toolset -> the names of its tools on the server
         self._baseline: list[str] = []
@@ -113,6 +126,10 @@ class Toolsets:
                 if definition.needs_session and definition.name in registered:
                     self._server.local_provider.remove_tool(definition.name)
                     registered.remove(definition.name)
+        if self.dynamic:  # nothing could switch a toolset on later: serve the default ones from the start
+            for toolset in self._available.values():
+                if toolset.default:
+                    self.enable(toolset.name, announce=False)
 
     def definitions(self) -> list[ToolDefinition]:
         """Every tool of every toolset this server could offer, on or off."""
@@ -198,3 +215,50 @@ class Toolsets:
 
 def _tag(name: str) -> str:
     return f"toolset:{name}"
+
+
+def is_dynamic(spec: str | Iterable[str] | None) -> bool:
+    words = spec.split(",") if isinstance(spec, str) else list(spec or ())
+    return DYNAMIC in (w.strip() for w in words)
+
+
+def add_discovery(toolset: Toolset, server: Callable[[], ReferenceServer]) -> None:
+    """Add the discovery pair to `toolset`: `list_toolsets` and `enable_toolset`, which switches a toolset on for
+    the calling session alone (tools/list_changed tells it). `server` gives the server once it is built."""
+    from mcp_server_core.conventions import call_context
+    from mcp_server_core.errors import InvalidArgument, Refused
+
+    # The pair changes what one session sees: a transport without sessions (--stateless) leaves it out, so no
+    # worker can half-apply a choice another worker never heard of.
+    @toolset.tool(title="List toolsets", read_only=True, open_world=False, needs_session=True)
+    async def list_toolsets() -> str:
+        """Use to see which groups of tools exist, which are on, and what each holds."""
+        target = server()
+        ctx = call_context()
+        enabled = set(await target.toolsets.enabled_for(ctx) if ctx else target.toolsets.enabled)
+        return "\n".join(
+            f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
+            + ", ".join(target.toolsets.tool_names(t.name))
+            for t in target.toolsets.available
+        )
+
+    @toolset.tool(title="Enable toolset", read_only=True, open_world=False, needs_session=True)
+    async def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")]) -> str:
+        """Use when a task needs tools that are off (list_toolsets names them); they appear at once."""
+        target = server()
+        ctx = call_context()
+        try:
+            if ctx is None:
+                raise SessionsUnavailable("not an MCP call")
+            changed = await target.toolsets.enable_for_session(name, ctx)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        except SessionsUnavailable:
+            raise Refused(
+                "This connection has no session to remember a toolset in (an unauthenticated 2026-07-28 HTTP "
+                "client): the tools are the ones the server started with.",
+                hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
+            ) from None
+        names = ", ".join(target.toolsets.tool_names(name))
+        # For this session only: other users of the same server keep the tools they had.
+        return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."

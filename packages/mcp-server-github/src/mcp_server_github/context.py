@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-from mcp_server_core import InvalidArgument, Refused, SessionsUnavailable, Toolset, call_context
-from pydantic import Field
+from mcp_server_core import Toolset
+from mcp_server_core.toolsets import add_discovery
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.shapes import one_line, said
@@ -54,39 +54,5 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         lines.append("read-only: no tool writes" if ref.read_only else "writes: available")
         return "\n".join(lines)
 
-    # The discovery pair changes what one session sees: a transport without sessions (--stateless) leaves them
-    # out, so no worker can half-apply a choice another worker never heard of.
-    @toolset.tool(title="List toolsets", read_only=True, open_world=False, needs_session=True)
-    async def list_toolsets() -> str:
-        """Use to see which groups of GitHub tools exist, which are on, and what each holds."""
-        target = ref.get()
-        ctx = call_context()
-        enabled = set(await target.toolsets.enabled_for(ctx) if ctx else target.toolsets.enabled)
-        return "\n".join(
-            f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
-            + ", ".join(target.toolsets.tool_names(t.name))
-            for t in target.toolsets.available
-        )
-
-    @toolset.tool(title="Enable toolset", read_only=True, open_world=False, needs_session=True)
-    async def enable_toolset(name: Annotated[str, Field(description="from list_toolsets")]) -> str:
-        """Use when a task needs tools that are off (pull_requests, repos, search, actions); they appear at once."""
-        target = ref.get()
-        ctx = call_context()
-        try:
-            if ctx is None:
-                raise SessionsUnavailable("not an MCP call")
-            changed = await target.toolsets.enable_for_session(name, ctx)
-        except ValueError as exc:
-            raise InvalidArgument(str(exc)) from None
-        except SessionsUnavailable:
-            raise Refused(
-                "This connection has no session to remember a toolset in (an unauthenticated 2026-07-28 HTTP "
-                "client): the tools are the ones the server started with.",
-                hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
-            ) from None
-        names = ", ".join(target.toolsets.tool_names(name))
-        # For this session only: other users of the same server keep the tools they had.
-        return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
-
+    add_discovery(toolset, ref.get)
     return toolset
