@@ -21,6 +21,7 @@ from mcp_server_core import (
     Unavailable,
     cancel_on_abandon,
     register_secret,
+    report_progress,
     upstream_span,
 )
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
@@ -30,8 +31,10 @@ from sqlalchemy.pool import QueuePool
 
 __all__ = [
     "LEAST_PRIVILEGE_SQL",
+    "PROGRESS_AFTER_S",
     "Database",
     "PrivilegedRole",
+    "Progress",
     "RowStream",
     "SchemaCache",
     "sample_path",
@@ -244,13 +247,32 @@ class SchemaCache:
                 self._entries.popitem(last=False)
 
 
+PROGRESS_AFTER_S = 0.5
+"""A call quicker than this sends no progress: only work someone waits for is worth a notification."""
+
+
+class Progress:
+    """How far one call's work has come, for its client (`report_progress`: sent only if the client asked
+    with a progress token, at most every half second), once the work has run `PROGRESS_AFTER_S`."""
+
+    def __init__(self, total: int | None = None) -> None:
+        self.started = time.monotonic()
+        self.total = total
+
+    def __call__(self, done: int, message: str) -> None:
+        if time.monotonic() - self.started >= PROGRESS_AFTER_S:
+            report_progress(done, self.total, message)
+
+
 class RowStream:
     """A streamed result whose reads are `FETCH` spans: past the first round trip, rows come from the engine
-    as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads)."""
+    as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads). A long read
+    reports the rows fetched so far as progress; how many will come is unknown."""
 
-    def __init__(self, db: Database, result: Any) -> None:
+    def __init__(self, db: Database, result: Any, progress: Progress) -> None:
         self._db = db
         self._result = result
+        self._progress = progress
         self.fetched = 0
 
     def keys(self) -> Any:
@@ -259,7 +281,9 @@ class RowStream:
     def fetchmany(self, size: int) -> list[Any]:
         with self._db.span("FETCH"):
             rows: list[Any] = self._result.fetchmany(size)
-        self.fetched += len(rows)
+        if rows:
+            self.fetched += len(rows)
+            self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
         return rows
 
     def close(self) -> None:
@@ -547,8 +571,9 @@ class Database:
     def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> RowStream:
         """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
         SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        progress = Progress()  # from before the statement: the first rows can be what takes long
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return RowStream(self, streaming.execute(text(sql), params or {}))
+        return RowStream(self, streaming.execute(text(sql), params or {}), progress)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""
