@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+MY_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,15 @@ async def test_postgres_statements_are_child_spans_without_text_or_values(spans:
     await _call(spans, settings, "run_query", {"sql": "EXPLAIN SELECT * FROM pg_class WHERE relname = 'zz-secret'"})
     names = [s.name for s in _upstream(spans, "postgresql", "pg_class", "relname", "zz-secret")]
     assert "postgresql EXPLAIN" in names
+
+
+async def test_mariadb_statements_are_named_mysql(spans: InMemorySpanExporter) -> None:
+    settings = DbSettings(url=MY_URL, allow_privileged_role=True, schema_poll_s=0)
+    sql = "SELECT 'zz-secret' AS hidden_column FROM DUAL WHERE 1 < :floor"
+    await _call(spans, settings, "run_query", {"sql": sql, "params": {"floor": 8173}})
+    names = {s.name for s in _upstream(spans, "mysql", "zz-secret", "hidden_column", "dual", "8173")}
+    # SET: the session settings at checkout and the row cap (sql_select_limit); RESET: COM_RESET_CONNECTION.
+    assert names == {"mysql SET", "mysql SELECT", "mysql FETCH", "mysql RESET"}
 
 
 async def test_a_failed_statement_marks_its_span_with_the_error_type_only(spans: InMemorySpanExporter) -> None:
