@@ -14,7 +14,7 @@ from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.engine.reflection import ObjectKind
 from sqlalchemy.exc import OperationalError
 
-from mcp_server_db.database import Database
+from mcp_server_db.database import Database, Progress
 
 __all__ = [
     "ColumnInfo",
@@ -211,16 +211,22 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
         if (cached := db.schema_cache.lookup(version, ("table", rel.qualified))) is not None:
             reflected[rel.qualified] = cached
     cold = list({r.qualified: r for r in wanted if r.qualified not in reflected}.values())
+    # In steps, so it only grows: a table reflected is one, its sample rows (if asked) another.
+    progress = Progress(total=len(wanted) * (2 if sample else 1))
     for schema in {r.schema for r in cold}:
         in_schema = [r for r in cold if r.schema == schema]
         incoming = _incoming_foreign_keys(db, connection, schema, in_schema)
         for info in _reflect(inspector, db, connection, schema, in_schema, incoming):
             db.schema_cache.store(version, ("table", info.name), info)
             reflected[info.name] = info
+        done = sum(1 for r in wanted if r.qualified in reflected)
+        progress(done, f"{done} of {len(wanted)} tables reflected")
     comments = _sqlite_comments(db, connection, known_relations(db, inspector, version))
     estimates = _row_estimates(db, connection, [r for r in wanted if r.kind == "table"])
-    described = []
+    described: list[TableInfo] = []
     for rel in wanted:
+        if sample:
+            progress(len(wanted) + len(described), f"sample rows of {len(described)} of {len(wanted)} tables read")
         info = reflected[rel.qualified]
         if comments:
             columns = [

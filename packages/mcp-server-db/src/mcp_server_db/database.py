@@ -10,18 +10,36 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from mcp_server_core import InvalidArgument, Refused, Unavailable, cancel_on_abandon, register_secret
+from mcp_server_core import (
+    InvalidArgument,
+    Refused,
+    Unavailable,
+    cancel_on_abandon,
+    register_secret,
+    report_progress,
+    upstream_span,
+)
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
-__all__ = ["LEAST_PRIVILEGE_SQL", "Database", "PrivilegedRole", "SchemaCache", "sample_path"]
+__all__ = [
+    "LEAST_PRIVILEGE_SQL",
+    "PROGRESS_AFTER_S",
+    "Database",
+    "PrivilegedRole",
+    "Progress",
+    "RowStream",
+    "SchemaCache",
+    "sample_path",
+    "statement_kind",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +54,66 @@ LEAST_PRIVILEGE_SQL = {
     ),
 }
 """What docs/db-least-privilege.md explains; the refusal quotes it so the fix is one copy away."""
+
+
+_KINDS = frozenset(
+    [
+        "SELECT",
+        "WITH",
+        "VALUES",
+        "TABLE",
+        "EXPLAIN",
+        "SHOW",
+        "DESCRIBE",
+        "PRAGMA",
+        "SET",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "REPLACE",
+        "UPSERT",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "TRUNCATE",
+        "COMMENT",
+        "GRANT",
+        "REVOKE",
+        "CALL",
+        "ANALYZE",
+        "VACUUM",
+        "REINDEX",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+    ]
+)
+_MAIN_KINDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE"})
+# Quoted text and comments are skipped whole, so no word inside them can be taken for the statement's kind.
+_WORDS = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|`[^`]*`|--[^\n]*|/\*.*?\*/|[()]|[A-Za-z_]+", re.DOTALL)
+
+
+def statement_kind(sql: str) -> str:
+    """What a statement does, for a span's name: a keyword from a fixed list (`SELECT`, `EXPLAIN`, ...), or
+    `statement`; never a word of the text that is not on the list. A WITH is named by its main statement."""
+    depth = 0
+    first: str | None = None
+    for match in _WORDS.finditer(sql):
+        word = match.group()
+        if word in ("(", ")"):
+            depth += 1 if word == "(" else -1
+            continue
+        if not (word[0].isalpha() or word[0] == "_"):
+            continue
+        word = word.upper()
+        if first is None:
+            first = word
+            if word != "WITH":
+                break
+        elif depth == 0 and word in _MAIN_KINDS:
+            return word
+    return first if first in _KINDS else "statement"
 
 
 class PrivilegedRole(Refused):
@@ -169,6 +247,49 @@ class SchemaCache:
                 self._entries.popitem(last=False)
 
 
+PROGRESS_AFTER_S = 0.5
+"""A call quicker than this sends no progress: only work someone waits for is worth a notification."""
+
+
+class Progress:
+    """How far one call's work has come, for its client (`report_progress`: sent only if the client asked
+    with a progress token, at most every half second), once the work has run `PROGRESS_AFTER_S`."""
+
+    def __init__(self, total: int | None = None) -> None:
+        self.started = time.monotonic()
+        self.total = total
+
+    def __call__(self, done: int, message: str) -> None:
+        if time.monotonic() - self.started >= PROGRESS_AFTER_S:
+            report_progress(done, self.total, message)
+
+
+class RowStream:
+    """A streamed result whose reads are `FETCH` spans: past the first round trip, rows come from the engine
+    as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads). A long read
+    reports the rows fetched so far as progress; how many will come is unknown."""
+
+    def __init__(self, db: Database, result: Any, progress: Progress) -> None:
+        self._db = db
+        self._result = result
+        self._progress = progress
+        self.fetched = 0
+
+    def keys(self) -> Any:
+        return self._result.keys()
+
+    def fetchmany(self, size: int) -> list[Any]:
+        with self._db.span("FETCH"):
+            rows: list[Any] = self._result.fetchmany(size)
+        if rows:
+            self.fetched += len(rows)
+            self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
+        return rows
+
+    def close(self) -> None:
+        self._result.close()
+
+
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
@@ -238,6 +359,49 @@ class Database:
                 event.listen(self.writer, "reset", self._reset_session)
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
+        for traced in (self.engine, self.writer):
+            if traced is not None:
+                event.listen(traced, "before_cursor_execute", self._statement_started)
+                event.listen(traced, "after_cursor_execute", self._statement_ended)
+                event.listen(traced, "handle_error", self._statement_failed)
+
+    @property
+    def system(self) -> str:
+        """The upstream as spans name it: `postgresql`, `mysql` (MariaDB too) or `sqlite`."""
+        return "mysql" if self.dialect in ("mysql", "mariadb") else self.dialect
+
+    def span(self, operation: str) -> AbstractContextManager[None]:
+        """A child span of the current call for one round trip: `<system> <operation>`, with `db.system` and
+        `db.operation.name`; the operation is a statement kind or a fixed word, never SQL text or a value."""
+        return upstream_span(self.system, operation, **{"db.system": self.system, "db.operation.name": operation})
+
+    # Every statement SQLAlchemy sends, the tools' and the catalog reads' alike, passes these three events: the
+    # one place where each becomes a span. A statement names itself by its kind unless its connection says what
+    # it is for (`inspector` marks catalog reads `describe`).
+
+    def _statement_started(
+        self, conn: Connection, _cursor: Any, statement: str, _params: Any, context: Any, _many: bool
+    ) -> None:
+        if context is None:
+            return
+        operation = context.execution_options.get("mcp_operation") or statement_kind(statement)
+        span = self.span(operation)
+        span.__enter__()
+        context._mcp_span = span
+
+    def _statement_ended(
+        self, _conn: Connection, _cursor: Any, _statement: str, _params: Any, context: Any, _many: bool
+    ) -> None:
+        span = context.__dict__.pop("_mcp_span", None) if context is not None else None
+        if span is not None:
+            span.__exit__(None, None, None)
+
+    def _statement_failed(self, failure: Any) -> None:
+        context = failure.execution_context
+        span = context.__dict__.pop("_mcp_span", None) if context is not None else None
+        if span is not None:
+            exc = failure.original_exception
+            span.__exit__(type(exc), exc, exc.__traceback__)
 
     def _sqlite_connect(self, mode: str) -> sqlite3.Connection:
         # Read before opening: a file replaced in between is then seen as replaced at the next checkout.
@@ -272,16 +436,18 @@ class Database:
         self._session(dbapi_connection, read_only=False)
 
     def _session(self, dbapi_connection: Any, *, read_only: bool) -> None:
-        cursor = dbapi_connection.cursor()
-        mode = "READ ONLY" if read_only else "READ WRITE"
-        if self.dialect == "postgresql":
-            cursor.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION {mode}")
-            cursor.execute(f"SET statement_timeout = {int(self.timeout_s * 1000)}")
-        else:
-            cursor.execute(f"SET SESSION TRANSACTION {mode}")
-            cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
-        cursor.close()
-        dbapi_connection.commit()
+        # The pool's own statements bypass SQLAlchemy's events: each group is one span here.
+        with self.span("SET"):
+            cursor = dbapi_connection.cursor()
+            mode = "READ ONLY" if read_only else "READ WRITE"
+            if self.dialect == "postgresql":
+                cursor.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION {mode}")
+                cursor.execute(f"SET statement_timeout = {int(self.timeout_s * 1000)}")
+            else:
+                cursor.execute(f"SET SESSION TRANSACTION {mode}")
+                cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
+            cursor.close()
+            dbapi_connection.commit()
 
     def _reset_session(self, dbapi_connection: Any, _record: Any, _state: Any) -> None:
         """Nothing one call did to its session reaches the next: run when a connection returns to the pool.
@@ -291,23 +457,25 @@ class Database:
         variables, temporary tables, prepared statements); a connection that cannot be reset is closed instead.
         The session settings are set again at the next checkout.
         """
-        dbapi_connection.rollback()
-        if self.dialect == "postgresql":
-            previous = dbapi_connection.autocommit
-            dbapi_connection.autocommit = True  # DISCARD ALL cannot run inside a transaction block
-            try:
-                dbapi_connection.execute("DISCARD ALL")
-            finally:
-                dbapi_connection.autocommit = previous
-        else:
-            dbapi_connection._execute_command(_COM_RESET_CONNECTION, b"")
-            dbapi_connection._read_ok_packet()
+        with self.span("RESET"):
+            dbapi_connection.rollback()
+            if self.dialect == "postgresql":
+                previous = dbapi_connection.autocommit
+                dbapi_connection.autocommit = True  # DISCARD ALL cannot run inside a transaction block
+                try:
+                    dbapi_connection.execute("DISCARD ALL")
+                finally:
+                    dbapi_connection.autocommit = previous
+            else:
+                dbapi_connection._execute_command(_COM_RESET_CONNECTION, b"")
+                dbapi_connection._read_ok_packet()
 
     def _check_role(self, dbapi_connection: Any, _record: Any) -> None:
         """Refuse a role that reaches outside the database, for every new connection (the database may have been
         down at start, or the role granted more since)."""
-        powers = _role_powers(self.dialect, dbapi_connection)
-        dbapi_connection.rollback()
+        with self.span("describe"):
+            powers = _role_powers(self.dialect, dbapi_connection)
+            dbapi_connection.rollback()
         if not powers:
             return
         what = ", ".join(powers)
@@ -400,13 +568,16 @@ class Database:
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
         return connection.execute(text(sql), params or {})
 
-    def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> Any:
+    def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> RowStream:
         """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
         SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        progress = Progress()  # from before the statement: the first rows can be what takes long
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return streaming.execute(text(sql), params or {})
+        return RowStream(self, streaming.execute(text(sql), params or {}), progress)
 
     def inspector(self, connection: Connection) -> Any:
+        """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""
+        connection.execution_options(mcp_operation="describe")
         return inspect(connection)
 
     def schema_version(self, connection: Connection) -> int | None:
