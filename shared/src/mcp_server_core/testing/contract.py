@@ -151,7 +151,7 @@ class ContractSuite:
                 arguments = {a.name: "x" for a in prompt.arguments or [] if a.required}
                 rendered = await client.get_prompt(prompt.name, arguments)
                 texts[f"prompt {prompt.name}"] = "\n".join(getattr(m.content, "text", "") for m in rendered.messages)
-        texts.update(_error_texts({d.fn.__module__.split(".")[0] for d in definitions}))
+        texts.update(_error_texts({d.fn.__module__ for d in definitions}))
         strangers = {
             f"{where}: {word}" for where, text in texts.items() for word in _SNAKE.findall(text) if word not in known
         }
@@ -242,27 +242,38 @@ def _field_names(schema: Any) -> set[str]:
     return names
 
 
-def _error_texts(packages: set[str]) -> dict[str, str]:
-    """The literal text of every `raise` and `hint=` in these packages' source, by file and line."""
-    found: dict[str, str] = {}
-    for package in packages:
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
+def _sources(modules: set[str]) -> list[Path]:
+    """The source files whose errors the tools of `modules` can raise: a server's whole package, but of the
+    helpers only the module that defines the tool (the discovery pair); the rest of the helpers speaks to the
+    server's author, not to the model."""
+    files: set[Path] = set()
+    for module in modules:
+        package = module.split(".")[0]
+        spec = importlib.util.find_spec(module if package == "mcp_server_core" else package)
+        if spec is None:
             continue
-        for folder in spec.submodule_search_locations:
-            for source in sorted(Path(folder).rglob("*.py")):
-                for node in ast.walk(ast.parse(source.read_text())):
-                    if isinstance(node, ast.Raise) and node.exc is not None:
-                        carrier: ast.AST = node.exc
-                    elif isinstance(node, ast.keyword) and node.arg == "hint":
-                        carrier = node.value
-                    else:
-                        continue
-                    strings = [
-                        n.value for n in ast.walk(carrier) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                    ]
-                    if strings:
-                        found[f"{source.name}:{getattr(node, 'lineno', 0)}"] = " ".join(strings)
+        if package == "mcp_server_core":
+            files.update([Path(spec.origin)] if spec.origin else [])
+        else:
+            for folder in spec.submodule_search_locations or []:
+                files.update(Path(folder).rglob("*.py"))
+    return sorted(files)
+
+
+def _error_texts(modules: set[str]) -> dict[str, str]:
+    """The literal text of every `raise` and `hint=` the tools of these modules can raise, by file and line."""
+    found: dict[str, str] = {}
+    for source in _sources(modules):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                carrier: ast.AST = node.exc
+            elif isinstance(node, ast.keyword) and node.arg == "hint":
+                carrier = node.value
+            else:
+                continue
+            strings = [n.value for n in ast.walk(carrier) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            if strings:
+                found[f"{source.name}:{getattr(node, 'lineno', 0)}"] = " ".join(strings)
     return found
 
 
