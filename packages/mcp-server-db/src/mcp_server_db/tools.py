@@ -34,7 +34,9 @@ from mcp_server_db.catalog import (
 )
 from mcp_server_db.catalog import distinct_values as catalog_distinct_values
 from mcp_server_db.database import Database
-from mcp_server_db.guard import check_one_statement, check_read_only, written_tables
+
+# The guard (sqlglot) is imported by the tools that parse SQL, at their first call: a server answers
+# initialize without paying for the SQL parser (bench/startup.py).
 
 Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
@@ -213,6 +215,8 @@ def query_toolset(db: Database) -> Toolset:
         cursor: Cursor = None,
     ) -> QueryResult:
         """Use to run one SELECT; params fill its :name placeholders."""
+        from mcp_server_db.guard import check_read_only
+
         statement, explain = check_read_only(sql, db.dialect, db.allowed_functions)
         if explain:
             statement = _explain_sql(db, statement)
@@ -270,6 +274,8 @@ def analysis_toolset(db: Database) -> Toolset:
         params: dict[str, Any] | None = None,
     ) -> QueryPlan:
         """Use to see the plan of a SELECT without running it."""
+        from mcp_server_db.guard import check_read_only
+
         statement, _ = check_read_only(sql, db.dialect, db.allowed_functions)
         with db.connect() as connection:
             result = db.execute(connection, _explain_sql(db, statement), params)
@@ -300,6 +306,8 @@ def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
     @toolset.tool(title="Execute statement", read_only=False, destructive=True, idempotent=False, open_world=False)
     def execute_statement(sql: str, params: dict[str, Any] | None = None) -> Executed:
         """Use to run one INSERT, UPDATE, DELETE or DDL statement; it commits, or changes nothing."""
+        from mcp_server_db.guard import check_one_statement, written_tables
+
         statement = check_one_statement(sql, db.dialect)
         for table in written_tables(statement, db.dialect):
             audit_target(f"table:{table}")  # what the write changes, in its call's audit line
