@@ -95,6 +95,10 @@ bench: install ## Benchmarks, each server beside its anchor in one run; writes b
 bench-tokens: install ## Tokens per track (MCP, command line + Skill, shell) for the same tasks; bench/results-tokens.md
 	$(UV) run --no-sync python bench/tokens.py
 
+.PHONY: bench-startup
+bench-startup: install ## Cold start of every server beside bare FastMCP, and a command's; bench/results-startup.md
+	$(UV) run --no-sync python bench/startup.py
+
 .PHONY: bench-hostile
 bench-hostile: install ## One HTTP process under hostile clients: held connections, memory, a real client's latency
 	$(UV) run --no-sync python bench/http_hostile.py

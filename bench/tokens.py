@@ -299,13 +299,20 @@ def slack_tasks(scratch: Path) -> dict[str, dict[str, Any]]:
 # --- schema floors ------------------------------------------------------------------------------------------
 
 
-def floors(tmp: Path) -> list[tuple[str, int, int, int, int]]:
-    """(server, tools at default, tokens, tools with every toolset on, tokens)."""
+def floors(tmp: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Per server: (tools, tokens) at the default toolsets, with every toolset on, and in dynamic mode."""
+    slack = _load("tokens_fake_slack_floor", "packages/mcp-server-slack/tests/fake_slack.py")
+    token = tmp / "slack-floor-token"
+    token.write_text(slack.BOT_TOKEN + "\n")
     launchers: dict[str, Callable[[list[str]], list[str]]] = {
         "mcp-server-filesystem": lambda extra: python_module("mcp_server_filesystem", str(tmp), *extra),
         "mcp-server-db": lambda extra: python_module("mcp_server_db", "--schema-poll-s", "0", *extra),
         "mcp-server-github": lambda extra: python_module(
             "mcp_server_github", "--api-url", "http://127.0.0.1:9", *extra
+        ),
+        # Listing tools sends no Slack request: an address where nothing listens is enough.
+        "mcp-server-slack": lambda extra: python_module(
+            "mcp_server_slack", "--token-file", str(token), "--api-url", "http://127.0.0.1:9", *extra
         ),
         "mcp-server-template": lambda extra: python_module(
             "mcp_server_template", "--notes-dir", str(tmp / "n"), *extra
@@ -313,11 +320,12 @@ def floors(tmp: Path) -> list[tuple[str, int, int, int, int]]:
     }
     rows = []
     for name, launch in launchers.items():
-        default = McpTrack(launch([]))
-        default.close()
-        every = McpTrack(launch(["--toolsets", "all"]))
-        every.close()
-        rows.append((name, default.tools, default.floor, every.tools, every.floor))
+        measured = []
+        for toolsets in ([], ["--toolsets", "all"], ["--toolsets", "dynamic"]):
+            track = McpTrack(launch(toolsets))
+            track.close()
+            measured.append((track.tools, track.floor))
+        rows.append((name, measured))
     return rows
 
 
@@ -342,7 +350,7 @@ def install_npm(into: Path, package: str, entry: str) -> str | None:
 # --- the report ---------------------------------------------------------------------------------------------
 
 
-def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[str, int, int, int, int]]) -> str:
+def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[str, list[tuple[int, int]]]]) -> str:
     lines = [
         "# Tokens: MCP, command line + Skill, and the shell, for the same tasks",
         "",
@@ -350,10 +358,13 @@ def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[s
         "",
         "## Schema floor (tools/list: name + description + inputSchema)",
         "",
-        "| server | tools (default) | tokens | tools (all toolsets) | tokens |",
-        "|---|---:|---:|---:|---:|",
+        "| server | default: tools | tokens | all toolsets: tools | tokens | dynamic: tools | tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {n} | {a} | {b:,} | {c} | {d:,} |" for n, a, b, c, d in floor_rows]
+    lines += [
+        f"| {name} | " + " | ".join(f"{tools} | {tokens:,}" for tools, tokens in measured) + " |"
+        for name, measured in floor_rows
+    ]
     for task, rows in tasks.items():
         shell = next((r["calls"] for name, r in rows.items() if name.startswith("shell")), None)
         lines += [

@@ -32,7 +32,16 @@ from mcp_server_core.conventions import Media, ToolDefinition, answer_of
 from mcp_server_core.errors import ToolFailure, did_you_mean, redact
 from mcp_server_core.toolsets import Toolset, is_dynamic, parse_toolsets
 
-__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "ToolCommands", "argument_model", "usage_line"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PAGING",
+    "ToolCommands",
+    "argument_model",
+    "usage_line",
+]
 
 COMMANDS = ("tools", "call", "skill")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -107,16 +116,22 @@ def _arguments_of(model: type[BaseModel]) -> list[_Argument]:
     return found
 
 
-def usage_line(distribution: str, definition: ToolDefinition) -> str:
-    """One line that shows how to call the tool: required arguments in order, then the options."""
-    words = [distribution, "call", definition.name]
+PAGING = ("limit", "cursor")
+"""The family's paging pair, said once in a skill rather than on every listing's line."""
+
+
+def usage_line(definition: ToolDefinition) -> str:
+    """How to call the tool, in few tokens: `call NAME REQUIRED... [--option V]`, the paging pair left out."""
+    words = ["call", definition.name]
     for argument in _arguments_of(argument_model(definition)):
         if argument.required:
             words.append(f"{argument.metavar}..." if argument.repeated else argument.metavar)
+        elif argument.name in PAGING:
+            continue
         elif argument.kind == "flag":
             words.append(f"[{_option(argument.name)}]")
         else:
-            words.append(f"[{_option(argument.name)} {argument.metavar}]")
+            words.append(f"[{_option(argument.name)} {'JSON' if argument.kind == 'json' else 'V'}]")
     return " ".join(words)
 
 
