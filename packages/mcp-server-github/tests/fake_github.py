@@ -62,14 +62,56 @@ class Recorded:
     body: Any
 
 
+API = "https://api.github.com"
+"""GitHub's API origin as payloads name it; `_json` swaps in the fake's own origin, as GitHub Enterprise names its."""
+WEB = "https://github.com"
+
+# The `*_url` fields GitHub sends on a user and on a repository: `name` is `{base}/name`, `name:tail` is
+# `{base}tail` (GitHub's URI templates kept as it sends them, `{/sha}` and all).
+_USER_URLS = (
+    "events:/events{/privacy} followers following:/following{/other_user} gists:/gists{/gist_id}"
+    " organizations:/orgs received_events repos starred:/starred{/owner}{/repo} subscriptions"
+)
+_REPO_URLS = (
+    "archive:/{archive_format}{/ref} assignees:/assignees{/user} blobs:/git/blobs{/sha}"
+    " branches:/branches{/branch} collaborators:/collaborators{/collaborator} comments:/comments{/number}"
+    " commits:/commits{/sha} compare:/compare/{base}...{head} contents:/contents/{+path} contributors deployments"
+    " downloads events forks git_commits:/git/commits{/sha} git_refs:/git/refs{/sha} git_tags:/git/tags{/sha}"
+    " hooks issue_comment:/issues/comments{/number} issue_events:/issues/events{/number} issues:/issues{/number}"
+    " keys:/keys{/key_id} labels:/labels{/name} languages merges milestones:/milestones{/number}"
+    " notifications:/notifications{?since,all,participating} pulls:/pulls{/number} releases:/releases{/id}"
+    " stargazers statuses:/statuses/{sha} subscribers subscription tags teams trees:/git/trees{/sha}"
+)
+
+
+def urls(base: str, family: str) -> dict[str, str]:
+    """GitHub's `*_url` fields for one object, from a table such as `_REPO_URLS` (one place, never by hand)."""
+    out = {}
+    for entry in family.split():
+        name, _, tail = entry.partition(":")
+        out[f"{name}_url"] = base + (tail or f"/{name}")
+    return out
+
+
+_ISSUE_URLS = "comments events labels:/labels{/name}"
+
+
+def reactions(api: str) -> dict[str, Any]:
+    """The reaction counts GitHub sends on an issue, a comment or a release (none here)."""
+    counts = dict.fromkeys(("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"), 0)
+    return {"url": f"{api}/reactions", "total_count": 0, **counts}
+
+
 def _user(login: str, uid: int, kind: str = "User") -> dict[str, Any]:
     return {
         "login": login,
         "id": uid,
         "node_id": f"U_{uid}",
         "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
-        "url": f"https://api.github.com/users/{login}",
-        "html_url": f"https://github.com/{login}",
+        "gravatar_id": "",
+        "url": f"{API}/users/{login}",
+        "html_url": f"{WEB}/{login}",
+        **urls(f"{API}/users/{login}", _USER_URLS),
         "type": kind,
         "site_admin": False,
     }
@@ -270,8 +312,8 @@ class FakeGitHub:
         del feature["docs/guide.md"]
         self.commit(widgets, "feature", "Add mul", feature, author="bob")
         widgets.labels = [
-            {"id": 1, "name": "bug", "color": "d73a4a", "description": "Something isn't working", "default": True},
-            {"id": 2, "name": "enhancement", "color": "a2eeef", "description": "New feature", "default": True},
+            self.label(widgets, 1, "bug", "d73a4a", "Something isn't working"),
+            self.label(widgets, 2, "enhancement", "a2eeef", "New feature"),
         ]
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
@@ -382,6 +424,17 @@ class FakeGitHub:
         self.repos["octocat/hello"] = hello
         self.commit(hello, "main", "Hello", {"hello.txt": b"hello\n"}, author="octocat")
 
+    def label(self, repo: Repo, lid: int, name: str, color: str, description: str | None = None) -> dict[str, Any]:
+        return {
+            "id": lid,
+            "node_id": f"LA_{lid}",
+            "url": f"{API}/repos/{repo.full_name}/labels/{name}",
+            "name": name,
+            "color": color,
+            "description": description,
+            "default": description is not None,
+        }
+
     def _issue(
         self,
         repo: Repo,
@@ -394,10 +447,12 @@ class FakeGitHub:
         labels: list[str] | None = None,
         pull: bool = False,
     ) -> None:
+        api = f"{API}/repos/{repo.full_name}/issues/{number}"
         issue: dict[str, Any] = {
-            "url": f"https://api.github.com/repos/{repo.full_name}/issues/{number}",
-            "repository_url": f"https://api.github.com/repos/{repo.full_name}",
-            "html_url": f"https://github.com/{repo.full_name}/{'pull' if pull else 'issues'}/{number}",
+            "url": api,
+            "repository_url": f"{API}/repos/{repo.full_name}",
+            **urls(api, _ISSUE_URLS),
+            "html_url": f"{WEB}/{repo.full_name}/{'pull' if pull else 'issues'}/{number}",
             "id": repo.rid * 1000 + number,
             "node_id": f"I_{repo.rid}_{number}",
             "number": number,
@@ -407,6 +462,7 @@ class FakeGitHub:
             "state": "open",
             "state_reason": None,
             "locked": False,
+            "assignee": None,
             "assignees": [],
             "milestone": None,
             "comments": 0,
@@ -415,10 +471,17 @@ class FakeGitHub:
             "closed_at": None,
             "author_association": assoc,
             "body": body or None,  # GitHub sends null for an issue opened without a description
-            "reactions": {"total_count": 0, "+1": 0, "-1": 0},
+            "reactions": reactions(api),
         }
         if pull:
-            issue["pull_request"] = {"url": f"https://api.github.com/repos/{repo.full_name}/pulls/{number}"}
+            pulls = f"{repo.full_name}/pull/{number}"
+            issue["pull_request"] = {
+                "url": f"{API}/repos/{repo.full_name}/pulls/{number}",
+                "html_url": f"{WEB}/{pulls}",
+                "diff_url": f"{WEB}/{pulls}.diff",
+                "patch_url": f"{WEB}/{pulls}.patch",
+                "merged_at": None,
+            }
         repo.issues[number] = issue
         repo.comments.setdefault(number, [])
 
@@ -427,8 +490,9 @@ class FakeGitHub:
         comment = {
             "id": cid,
             "node_id": f"IC_{cid}",
-            "url": f"https://api.github.com/repos/{repo.full_name}/issues/comments/{cid}",
-            "html_url": f"https://github.com/{repo.full_name}/issues/{number}#issuecomment-{cid}",
+            "url": f"{API}/repos/{repo.full_name}/issues/comments/{cid}",
+            "html_url": f"{WEB}/{repo.full_name}/issues/{number}#issuecomment-{cid}",
+            "issue_url": f"{API}/repos/{repo.full_name}/issues/{number}",
             "user": USERS[who],
             "created_at": NOW,
             "updated_at": NOW,
@@ -635,6 +699,8 @@ class FakeGitHub:
         return repo
 
     def repo_json(self, repo: Repo) -> dict[str, Any]:
+        """A repository as GET /repos/{owner}/{repo} sends it (its lists and searches send the same fields)."""
+        api = f"{API}/repos/{repo.full_name}"
         return {
             "id": repo.rid,
             "node_id": f"R_{repo.rid}",
@@ -642,17 +708,43 @@ class FakeGitHub:
             "full_name": repo.full_name,
             "private": repo.private,
             "owner": USERS.get(repo.owner, _user(repo.owner, 99, "Organization")),
-            "html_url": f"https://github.com/{repo.full_name}",
+            "html_url": f"{WEB}/{repo.full_name}",
             "description": repo.description,
             "fork": False,
-            "url": f"https://api.github.com/repos/{repo.full_name}",
+            "url": api,
+            **urls(api, _REPO_URLS),
+            "git_url": f"git://github.com/{repo.full_name}.git",
+            "ssh_url": f"git@github.com:{repo.full_name}.git",
+            "clone_url": f"{WEB}/{repo.full_name}.git",
+            "svn_url": f"{WEB}/{repo.full_name}",
+            "mirror_url": None,
+            "homepage": None,
             "default_branch": repo.default_branch,
             "stargazers_count": 42,
+            "watchers_count": 42,
+            "watchers": 42,
             "forks_count": 3,
+            "forks": 3,
+            "open_issues_count": sum(1 for i in repo.issues.values() if i["state"] == "open"),
+            "open_issues": sum(1 for i in repo.issues.values() if i["state"] == "open"),
+            "network_count": 3,
+            "subscribers_count": 5,
+            "size": 120,
             "language": "Python",
+            "license": None,
+            "has_issues": True,
+            "has_projects": True,
+            "has_wiki": True,
+            "has_pages": False,
+            "has_downloads": True,
+            "has_discussions": False,
             "archived": False,
+            "disabled": False,
             "visibility": "private" if repo.private else "public",
-            "permissions": {"admin": False, "push": repo.writable, "pull": True},
+            "pushed_at": NOW,
+            "created_at": "2020-01-01T00:00:00Z",
+            "updated_at": NOW,
+            "permissions": {"admin": False, "maintain": False, "push": repo.writable, "triage": False, "pull": True},
         }
 
     def resolve(self, repo: Repo, ref: str | None) -> str:
@@ -763,7 +855,7 @@ def route(verb: str, pattern: str) -> Callable[[Route], Route]:
 def _me(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     if fake.user is None:
         raise _error(401, "Requires authentication")
-    status, out, data = fake._json(200, {**USERS[ME], "name": "The Octocat", "company": "@github", "public_repos": 8})
+    status, out, data = fake._json(200, {**USERS[ME], **_profile(ME, "The Octocat", "@github"), **_PRIVATE_COUNTS})
     out["X-OAuth-Scopes"] = "repo, read:org"
     return status, out, data
 
@@ -773,7 +865,38 @@ def _user_profile(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
     user = USERS.get(m["login"])
     if user is None:
         raise _error(404, "Not Found")
-    return {**user, "name": m["login"].title(), "company": None, "followers": 7}
+    return {**user, **_profile(m["login"], m["login"].title(), None)}
+
+
+def _profile(login: str, name: str, company: str | None) -> dict[str, Any]:
+    """What a user's profile adds to the user (GET /users/{username}, GET /user): GitHub sends each field, null
+    where the user left it empty."""
+    return {
+        "name": name,
+        "company": company,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "public_repos": 8,
+        "public_gists": 0,
+        "followers": 7,
+        "following": 0,
+        "created_at": "2011-01-25T18:44:36Z",
+        "updated_at": NOW,
+    }
+
+
+# What GET /user adds for the token's own account.
+_PRIVATE_COUNTS = {
+    "private_gists": 0,
+    "total_private_repos": 2,
+    "owned_private_repos": 2,
+    "disk_usage": 1000,
+    "collaborators": 0,
+    "two_factor_authentication": True,
+}
 
 
 def _get_repo(fake: FakeGitHub, m: re.Match[str], write: bool = False) -> Repo:
@@ -1138,7 +1261,7 @@ def _update_issue(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
             issue[key] = body[key]
     if "labels" in body:
         known = {lab["name"]: lab for lab in repo.labels}
-        issue["labels"] = [known.get(n, {"name": n, "color": "ededed"}) for n in body["labels"]]
+        issue["labels"] = [known.get(n) or fake.label(repo, 100 + len(known), n, "ededed") for n in body["labels"]]
     if "assignees" in body:
         issue["assignees"] = [USERS[a] for a in body["assignees"] if a in USERS]
     issue["closed_at"] = NOW if issue["state"] == "closed" else None
@@ -1396,7 +1519,7 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
         [{**i, "score": 1.0} for i in hits],
         "/search/issues",
         key="items",
-        extra={"total_count": len(hits), "incomplete_results": False},
+        extra={"total_count": len(hits), "incomplete_results": False, "search_type": "lexical"},
     )
 
 
@@ -1424,7 +1547,11 @@ def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: An
 @route("GET", r"/search/repositories")
 def _search_repos(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repos, words = _search_scope(fake, q.get("q", ""))
-    hits = [fake.repo_json(r) for r in repos if all(w in (r.full_name + " " + r.description).lower() for w in words)]
+    hits = [
+        {**fake.repo_json(r), "score": 1.0}
+        for r in repos
+        if all(w in (r.full_name + " " + r.description).lower() for w in words)
+    ]
     return Paged(
         hits, "/search/repositories", key="items", extra={"total_count": len(hits), "incomplete_results": False}
     )
@@ -1433,7 +1560,7 @@ def _search_repos(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
 @route("GET", r"/search/users")
 def _search_users(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     words = [w.lower() for w in q.get("q", "").split() if ":" not in w]
-    hits = [u for u in USERS.values() if all(w in u["login"] for w in words)]
+    hits = [{**u, "score": 1.0} for u in USERS.values() if all(w in u["login"] for w in words)]
     return Paged(hits, "/search/users", key="items", extra={"total_count": len(hits), "incomplete_results": False})
 
 
