@@ -352,28 +352,8 @@ class FakeGitHub:
         ]
         widgets.releases = [
             # A draft: GitHub sends null for its publication date, and for a name and notes not written yet.
-            {
-                "id": 6,
-                "tag_name": "v2.0-rc1",
-                "name": None,
-                "body": None,
-                "draft": True,
-                "prerelease": True,
-                "created_at": NOW,
-                "published_at": None,
-                "author": USERS["alice"],
-            },
-            {
-                "id": 5,
-                "tag_name": "v1.0",
-                "name": "First",
-                "body": "Notes <!-- hidden -->for v1.0",
-                "draft": False,
-                "prerelease": False,
-                "created_at": NOW,
-                "published_at": NOW,
-                "author": USERS["alice"],
-            },
+            self.release(widgets, 6, "v2.0-rc1", None, None, draft=True, prerelease=True),
+            self.release(widgets, 5, "v1.0", "First", "Notes <!-- hidden -->for v1.0"),
         ]
         widgets.runs = [
             {
@@ -423,6 +403,39 @@ class FakeGitHub:
         hello = Repo("octocat", "hello", 1004, description="My first repo")
         self.repos["octocat/hello"] = hello
         self.commit(hello, "main", "Hello", {"hello.txt": b"hello\n"}, author="octocat")
+
+    def release(
+        self,
+        repo: Repo,
+        rid: int,
+        tag: str,
+        name: str | None,
+        body: str | None,
+        *,
+        draft: bool = False,
+        prerelease: bool = False,
+    ) -> dict[str, Any]:
+        api = f"{API}/repos/{repo.full_name}/releases/{rid}"
+        return {
+            "url": api,
+            "html_url": f"{WEB}/{repo.full_name}/releases/tag/{tag}",
+            "assets_url": f"{api}/assets",
+            "upload_url": f"https://uploads.github.com/repos/{repo.full_name}/releases/{rid}/assets{{?name,label}}",
+            "tarball_url": None if draft else f"{API}/repos/{repo.full_name}/tarball/{tag}",
+            "zipball_url": None if draft else f"{API}/repos/{repo.full_name}/zipball/{tag}",
+            "id": rid,
+            "node_id": f"RE_{rid}",
+            "tag_name": tag,
+            "target_commitish": repo.default_branch,
+            "name": name,
+            "body": body,
+            "draft": draft,
+            "prerelease": prerelease,
+            "created_at": NOW,
+            "published_at": None if draft else NOW,
+            "author": USERS["alice"],
+            "assets": [],
+        }
 
     def label(self, repo: Repo, lid: int, name: str, color: str, description: str | None = None) -> dict[str, Any]:
         return {
@@ -761,21 +774,52 @@ class FakeGitHub:
             return matches[0]
         raise _error(404, f"No commit found for the ref {ref}")
 
-    def commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+    def git_commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+        """A commit as the Git database sends it (GET and POST /git/commits)."""
+        api = f"{API}/repos/{repo.full_name}"
         return {
             "sha": commit.sha,
             "node_id": f"C_{commit.sha[:10]}",
-            "commit": {
-                "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
-                "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
-                "message": commit.message,
-                "tree": {"sha": self.tree_of(commit)},
+            "url": f"{api}/git/commits/{commit.sha}",
+            "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
+            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
+            "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
+            "tree": {"sha": (tree := self.tree_of(commit)), "url": f"{api}/git/trees/{tree}"},
+            "message": commit.message,
+            "parents": [
+                {"sha": p, "url": f"{api}/git/commits/{p}", "html_url": f"{WEB}/{repo.full_name}/commit/{p}"}
+                for p in commit.parents
+            ],
+            "verification": {
+                "verified": False,
+                "reason": "unsigned",
+                "signature": None,
+                "payload": None,
+                "verified_at": None,
             },
-            "url": f"https://api.github.com/repos/{repo.full_name}/commits/{commit.sha}",
-            "html_url": f"https://github.com/{repo.full_name}/commit/{commit.sha}",
+        }
+
+    def commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+        """A commit as the repository's commit endpoints send it: the Git commit inside, GitHub's users around."""
+        api = f"{API}/repos/{repo.full_name}"
+        git = self.git_commit_json(repo, commit)
+        return {
+            "sha": commit.sha,
+            "node_id": git["node_id"],
+            "commit": {
+                "url": git["url"],
+                **{k: git[k] for k in ("author", "committer", "message", "tree", "verification")},
+                "comment_count": 0,
+            },
+            "url": f"{api}/commits/{commit.sha}",
+            "html_url": git["html_url"],
+            "comments_url": f"{api}/commits/{commit.sha}/comments",
             "author": USERS.get(commit.author),
             "committer": None,
-            "parents": [{"sha": p} for p in commit.parents],
+            "parents": [
+                {"sha": p, "url": f"{api}/commits/{p}", "html_url": f"{WEB}/{repo.full_name}/commit/{p}"}
+                for p in commit.parents
+            ],
         }
 
     def tree_of(self, commit: Commit) -> str:
@@ -783,7 +827,10 @@ class FakeGitHub:
         self.trees[sha] = commit.files
         return sha
 
-    def file_changes(self, before: dict[str, bytes], after: dict[str, bytes]) -> tuple[list[dict[str, Any]], str]:
+    def file_changes(
+        self, repo: Repo, before: dict[str, bytes], after: dict[str, bytes], at: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The changed files (as GitHub lists them, URLs naming them at commit `at`) and the unified diff."""
         files, diff = [], []
         for path in sorted(set(before) | set(after)):
             old, new = before.get(path), after.get(path)
@@ -813,8 +860,9 @@ class FakeGitHub:
                     "deletions": deletions,
                     "changes": additions + deletions,
                     "patch": patch,
-                    "blob_url": f"https://github.com/blob/{path}",
-                    "raw_url": f"https://github.com/raw/{path}",
+                    "blob_url": f"{WEB}/{repo.full_name}/blob/{at}/{path}",
+                    "raw_url": f"{WEB}/{repo.full_name}/raw/{at}/{path}",
+                    "contents_url": f"{API}/repos/{repo.full_name}/contents/{path}?ref={at}",
                 }
             )
             diff.append(
@@ -916,10 +964,31 @@ def _repo(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     return fake.repo_json(_get_repo(fake, m))
 
 
+def _content_entry(repo: Repo, ref: str, kind: str, path: str, content: bytes) -> dict[str, Any]:
+    """A file or directory as the contents endpoint names it (a directory's sha here is only a stand-in)."""
+    sha = blob_sha(content if kind == "file" else path.encode())
+    url = f"{API}/repos/{repo.full_name}/contents/{path}?ref={ref}"
+    html = f"{WEB}/{repo.full_name}/{'blob' if kind == 'file' else 'tree'}/{ref}/{path}"
+    git = f"{API}/repos/{repo.full_name}/git/{'blobs' if kind == 'file' else 'trees'}/{sha}"
+    return {
+        "type": kind,
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "size": len(content) if kind == "file" else 0,
+        "sha": sha,
+        "url": url,
+        "html_url": html,
+        "git_url": git,
+        "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{ref}/{path}" if kind == "file" else None,
+        "_links": {"self": url, "git": git, "html": html},
+    }
+
+
 @route("GET", R + r"/contents(?:/(?P<path>.*))?")
 def _contents(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    files = fake.commits[fake.resolve(repo, q.get("ref"))].files
+    ref = q.get("ref") or repo.default_branch
+    files = fake.commits[fake.resolve(repo, ref)].files
     path = (m["path"] or "").strip("/")
     if path in files:
         content = files[path]
@@ -928,30 +997,13 @@ def _contents(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
         # GitHub wraps base64 at 60 columns, with newlines; over 1 MB it sends no content at all.
         big = len(content) > 1_000_000
         encoded = "" if big else base64.encodebytes(content).decode()
-        return {
-            "type": "file",
-            "encoding": "base64",
-            "size": len(content),
-            "name": path.rsplit("/", 1)[-1],
-            "path": path,
-            "content": encoded,
-            "sha": blob_sha(content),
-            "url": f"https://api.github.com/repos/{repo.full_name}/contents/{path}",
-            "html_url": f"https://github.com/{repo.full_name}/blob/main/{path}",
-            "_links": {"self": "..."},
-        }
+        return {**_content_entry(repo, ref, "file", path, content), "encoding": "base64", "content": encoded}
     prefix = f"{path}/" if path else ""
     children: dict[str, dict[str, Any]] = {}
     for name, content in files.items():
         if name.startswith(prefix):
             head, _, rest = name[len(prefix) :].partition("/")
-            children[head] = {
-                "type": "dir" if rest else "file",
-                "name": head,
-                "path": prefix + head,
-                "size": 0 if rest else len(content),
-                "sha": blob_sha(content),
-            }
+            children[head] = _content_entry(repo, ref, "dir" if rest else "file", prefix + head, content)
     if not children:
         raise _error(404, "Not Found")
     return sorted(children.values(), key=lambda e: (e["type"] != "dir", e["name"]))
@@ -1009,25 +1061,29 @@ def _tree(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     return {"sha": fake.tree_of(commit), "tree": entries, "truncated": False}
 
 
+def _ref_json(repo: Repo, branch: str, sha: str) -> dict[str, Any]:
+    api = f"{API}/repos/{repo.full_name}/git"
+    return {
+        "ref": f"refs/heads/{branch}",
+        "node_id": f"REF_{repo.rid}_{branch}",
+        "url": f"{api}/refs/heads/{branch}",
+        "object": {"type": "commit", "sha": sha, "url": f"{api}/commits/{sha}"},
+    }
+
+
 @route("GET", R + r"/git/ref/heads/(?P<branch>.+)")
 def _ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     if m["branch"] not in repo.branches:
         raise _error(404, "Not Found")
-    sha = repo.branches[m["branch"]]
-    return {"ref": f"refs/heads/{m['branch']}", "object": {"sha": sha, "type": "commit"}}
+    return _ref_json(repo, m["branch"], repo.branches[m["branch"]])
 
 
 @route("GET", R + r"/git/commits/(?P<sha>[0-9a-f]+)")
 def _git_commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
     commit = fake.commits.get(m["sha"]) or (_ for _ in ()).throw(_error(404, "Not Found"))
-    return {
-        "sha": commit.sha,
-        "tree": {"sha": fake.tree_of(commit)},
-        "message": commit.message,
-        "parents": [{"sha": p} for p in commit.parents],
-    }
+    return fake.git_commit_json(repo, commit)
 
 
 @route("POST", R + r"/git/trees")
@@ -1057,7 +1113,7 @@ def _new_commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any
     repo = _get_repo(fake, m, write=True)
     sha = fake._sha(repo.full_name, body["message"])
     fake.commits[sha] = Commit(sha, body["message"], ME, dict(fake.trees[body["tree"]]), list(body["parents"]))
-    return {"sha": sha, "tree": {"sha": body["tree"]}, "message": body["message"]}
+    return fake.git_commit_json(repo, fake.commits[sha])
 
 
 @route("PATCH", R + r"/git/refs/heads/(?P<branch>.+)")
@@ -1069,7 +1125,7 @@ def _move_ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
     if not body.get("force") and current not in fake.commits[body["sha"]].parents:
         raise _error(422, "Update is not a fast forward")
     repo.branches[m["branch"]] = body["sha"]
-    return {"ref": f"refs/heads/{m['branch']}", "object": {"sha": body["sha"]}}
+    return _ref_json(repo, m["branch"], body["sha"])
 
 
 @route("POST", R + r"/git/refs")
@@ -1081,7 +1137,7 @@ def _new_ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h
     if body["sha"] not in fake.commits:
         raise _error(422, "Object does not exist")
     repo.branches[name] = body["sha"]
-    return {"ref": body["ref"], "object": {"sha": body["sha"]}}
+    return _ref_json(repo, name, body["sha"])
 
 
 @route("POST", R + r"/forks")
@@ -1102,7 +1158,11 @@ def _branches(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
     repo = _get_repo(fake, m)
     return Paged(
         [
-            {"name": b, "commit": {"sha": s, "url": "..."}, "protected": b == "main"}
+            {
+                "name": b,
+                "commit": {"sha": s, "url": f"{API}/repos/{repo.full_name}/commits/{s}"},
+                "protected": b == "main",
+            }
             for b, s in sorted(repo.branches.items())
         ],
         f"/repositories/{repo.rid}/branches",
@@ -1113,7 +1173,16 @@ def _branches(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
 def _tags(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     return Paged(
-        [{"name": t, "commit": {"sha": s}, "zipball_url": "..."} for t, s in repo.tags.items()],
+        [
+            {
+                "name": t,
+                "node_id": f"TAG_{repo.rid}_{t}",
+                "commit": {"sha": s, "url": f"{API}/repos/{repo.full_name}/commits/{s}"},
+                "zipball_url": f"{API}/repos/{repo.full_name}/zipball/refs/tags/{t}",
+                "tarball_url": f"{API}/repos/{repo.full_name}/tarball/refs/tags/{t}",
+            }
+            for t, s in repo.tags.items()
+        ],
         f"/repositories/{repo.rid}/tags",
     )
 
@@ -1145,7 +1214,7 @@ def _commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
     repo = _get_repo(fake, m)
     commit = fake.commits[fake.resolve(repo, m["ref"])]
     parent = fake.commits[commit.parents[0]].files if commit.parents else {}
-    files, diff = fake.file_changes(parent, commit.files)
+    files, diff = fake.file_changes(repo, parent, commit.files, commit.sha)
     if "diff" in h.get("accept", ""):
         return Text(diff, "application/vnd.github.diff")
     data = fake.commit_json(repo, commit)
@@ -1157,7 +1226,7 @@ def _commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
 def _compare(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     base, head = fake.resolve(repo, m["base"]), fake.resolve(repo, m["head"])
-    files, diff = fake.file_changes(fake.commits[base].files, fake.commits[head].files)
+    files, diff = fake.file_changes(repo, fake.commits[base].files, fake.commits[head].files, head)
     if "diff" in h.get("accept", ""):
         return Text(diff, "application/vnd.github.diff")
     ahead, sha = [], head
@@ -1165,43 +1234,90 @@ def _compare(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h
         ahead.append(fake.commit_json(repo, fake.commits[sha]))
         sha = (fake.commits[sha].parents or [None])[0]  # type: ignore[assignment]
     ahead.reverse()
+    api, web = f"{API}/repos/{repo.full_name}", f"{WEB}/{repo.full_name}"
     extra = {
+        "url": f"{api}/compare/{m['base']}...{m['head']}",
+        "html_url": f"{web}/compare/{m['base']}...{m['head']}",
+        "permalink_url": f"{web}/compare/{repo.owner}:{base[:7]}...{repo.owner}:{head[:7]}",
+        "diff_url": f"{web}/compare/{m['base']}...{m['head']}.diff",
+        "patch_url": f"{web}/compare/{m['base']}...{m['head']}.patch",
+        "base_commit": fake.commit_json(repo, fake.commits[base]),
+        "merge_base_commit": fake.commit_json(repo, fake.commits[base]),
         "status": "ahead" if ahead else "identical",
         "ahead_by": len(ahead),
         "behind_by": 0,
         "total_commits": len(ahead),
         "files": files,
-        "html_url": f"https://github.com/{repo.full_name}/compare",
     }
     return Paged(ahead, f"/repositories/{repo.rid}/compare/{base}...{head}", key="commits", extra=extra)
 
 
 @route("GET", R + r"/commits/(?P<ref>[^/]+)/status")
 def _status(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
+    sha = fake.resolve(repo, m["ref"])
+    api = f"{API}/repos/{repo.full_name}"
     return {
         "state": "success",
-        "sha": m["ref"],
+        "sha": sha,
         "total_count": 1,
         "statuses": [
             {
+                "id": 61,
+                "node_id": "SC_61",
+                "url": f"{api}/statuses/{sha}",
+                "avatar_url": None,
                 "context": "ci/lint",
                 "state": "success",
                 "description": "Lint passed",
                 "target_url": "https://ci.example.com/1",
+                "created_at": NOW,
+                "updated_at": NOW,
             }
         ],
+        "repository": fake.repo_json(repo),
+        "commit_url": f"{api}/commits/{sha}",
+        "url": f"{api}/commits/{sha}/status",
     }
 
 
 @route("GET", R + r"/commits/(?P<ref>[^/]+)/check-runs")
 def _checks(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
+    sha = fake.resolve(repo, m["ref"])
+
+    def check_run(cid: int, name: str, status: str, conclusion: str | None) -> dict[str, Any]:
+        api = f"{API}/repos/{repo.full_name}/check-runs/{cid}"
+        return {
+            "id": cid,
+            "node_id": f"CR_{cid}",
+            "head_sha": sha,
+            "external_id": "",
+            "url": api,
+            "html_url": f"{WEB}/{repo.full_name}/runs/{cid}",
+            "details_url": f"{WEB}/{repo.full_name}/runs/{cid}",
+            "name": name,
+            "status": status,
+            "conclusion": conclusion,
+            "started_at": NOW,
+            "completed_at": NOW if status == "completed" else None,
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": f"{api}/annotations",
+            },
+            "check_suite": {"id": 30},
+            "app": None,
+            "pull_requests": [],
+        }
+
     return {
         "total_count": 2,
         "check_runs": [
-            {"id": 1, "name": "test (3.11)", "status": "completed", "conclusion": "failure", "html_url": "https://x/1"},
-            {"id": 2, "name": "build", "status": "in_progress", "conclusion": None, "html_url": "https://x/2"},
+            check_run(1, "test (3.11)", "completed", "failure"),
+            check_run(2, "build", "in_progress", None),
         ],
     }
 
@@ -1283,7 +1399,7 @@ def _labels(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
 def _pull_json(fake: FakeGitHub, repo: Repo, number: int) -> dict[str, Any]:
     issue, pr = repo.issues[number], repo.pulls[number]
     head_sha, base_sha = repo.branches[pr["head"]], repo.branches[pr["base"]]
-    files, _ = fake.file_changes(fake.commits[base_sha].files, fake.commits[head_sha].files)
+    files, _ = fake.file_changes(repo, fake.commits[base_sha].files, fake.commits[head_sha].files, head_sha)
     return {
         "url": f"https://api.github.com/repos/{repo.full_name}/pulls/{number}",
         "id": issue["id"],
@@ -1348,7 +1464,7 @@ def _pull(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     if "diff" in h.get("accept", ""):
         pr = repo.pulls[number]
         before, after = (fake.commits[repo.branches[pr[k]]].files for k in ("base", "head"))
-        return Text(fake.file_changes(before, after)[1], "application/vnd.github.diff")
+        return Text(fake.file_changes(repo, before, after, repo.branches[pr["head"]])[1], "application/vnd.github.diff")
     return _pull_json(fake, repo, number)
 
 
@@ -1357,7 +1473,8 @@ def _pull_files(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any
     repo, number = _get_pull(fake, m)
     pr = repo.pulls[number]
     before, after = (fake.commits[repo.branches[pr[k]]].files for k in ("base", "head"))
-    return Paged(fake.file_changes(before, after)[0], f"/repositories/{repo.rid}/pulls/{number}/files")
+    files = fake.file_changes(repo, before, after, repo.branches[pr["head"]])[0]
+    return Paged(files, f"/repositories/{repo.rid}/pulls/{number}/files")
 
 
 @route("GET", R + r"/pulls/(?P<number>\d+)/reviews")
@@ -1537,6 +1654,9 @@ def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: An
                         "name": path.rsplit("/", 1)[-1],
                         "path": path,
                         "sha": blob_sha(content),
+                        "url": f"{API}/repos/{repo.full_name}/contents/{path}?ref={repo.branches[repo.default_branch]}",
+                        "git_url": f"{API}/repos/{repo.full_name}/git/blobs/{blob_sha(content)}",
+                        "html_url": f"{WEB}/{repo.full_name}/blob/{repo.branches[repo.default_branch]}/{path}",
                         "score": 1.0,
                         "repository": fake.repo_json(repo),
                     }
