@@ -1,9 +1,11 @@
 """A fake GitHub REST API on 127.0.0.1, for tests that drive the real PyGithub over real HTTP.
 
-Payloads follow GitHub's documented shapes (trimmed to the fields a client reads, plus the noise real responses
-carry: urls, node ids, nested users), with Link-header pagination (links name repositories by id, as GitHub's
-do), ETags and 304s, 401/403/404/409/422, the primary rate limit (X-RateLimit-Remaining: 0 and X-RateLimit-Reset)
-and the secondary one (Retry-After). Every request is recorded, so a test can count what one tool call cost.
+Payloads follow GitHub's documented shapes with every field its OpenAPI description marks required (the `*_url`
+family from one `urls()` table, node ids, `_links`, nested users; tests/test_fake_github.py holds it to that),
+with Link-header pagination (links name repositories by id, as GitHub's do), ETags and 304s,
+401/403/404/409/422, the primary rate limit (X-RateLimit-Remaining: 0 and X-RateLimit-Reset) and the secondary
+one (Retry-After), and renamed repositories' redirects. Every request is recorded, so a test can count what one
+tool call cost.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ def reactions(api: str) -> dict[str, Any]:
     """The reaction counts GitHub sends on an issue, a comment or a release (none here)."""
     counts = dict.fromkeys(("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"), 0)
     return {"url": f"{api}/reactions", "total_count": 0, **counts}
+
+
+def links(**hrefs: str) -> dict[str, dict[str, str]]:
+    """GitHub's `_links`: each relation as `{"href": url}`."""
+    return {rel: {"href": href} for rel, href in hrefs.items()}
 
 
 def _user(login: str, uid: int, kind: str = "User") -> dict[str, Any]:
@@ -326,28 +333,12 @@ class FakeGitHub:
         # PR 46, from feature into main; its conversation lives on issue 46.
         self._issue(widgets, 46, "Add multiplication", "bob", "CONTRIBUTOR", body="Adds `mul`.", pull=True)
         widgets.pulls[46] = {"head": "feature", "base": "main", "merged": False, "draft": False, "mergeable": True}
+        head = widgets.branches["feature"]
         widgets.reviews[46] = [
-            {
-                "id": 80,
-                "user": USERS["alice"],
-                "state": "CHANGES_REQUESTED",
-                "body": "Please add tests.",
-                "author_association": "OWNER",
-                "submitted_at": NOW,
-                "commit_id": widgets.branches["feature"],
-            },
+            self.review(widgets, 46, 80, "alice", "OWNER", "CHANGES_REQUESTED", "Please add tests.", head),
         ]
         widgets.review_comments[46] = [
-            {
-                "id": 90 + n,
-                "user": USERS["alice"],
-                "path": "src/util.py",
-                "line": 5,
-                "original_line": 5,
-                "body": f"Nit {n}.",
-                "author_association": "OWNER",
-                "created_at": NOW,
-            }
+            self.review_comment(widgets, 46, 90 + n, "alice", "OWNER", "src/util.py", 5, f"Nit {n}.", head, 80)
             for n in range(3)
         ]
         widgets.releases = [
@@ -384,8 +375,8 @@ class FakeGitHub:
                 "started_at": NOW,
                 "completed_at": NOW,
                 "steps": [
-                    {"name": "checkout", "conclusion": "success", "number": 1},
-                    {"name": "pytest", "conclusion": "failure", "number": 2},
+                    {"name": "checkout", "status": "completed", "conclusion": "success", "number": 1},
+                    {"name": "pytest", "status": "completed", "conclusion": "failure", "number": 2},
                 ],
             },
         ]
@@ -403,6 +394,63 @@ class FakeGitHub:
         hello = Repo("octocat", "hello", 1004, description="My first repo")
         self.repos["octocat/hello"] = hello
         self.commit(hello, "main", "Hello", {"hello.txt": b"hello\n"}, author="octocat")
+
+    def review(
+        self, repo: Repo, number: int, rid: int, who: str, assoc: str, state: str, body: str, commit: str
+    ) -> dict[str, Any]:
+        pull = f"{API}/repos/{repo.full_name}/pulls/{number}"
+        html = f"{WEB}/{repo.full_name}/pull/{number}#pullrequestreview-{rid}"
+        return {
+            "id": rid,
+            "node_id": f"PRR_{rid}",
+            "user": USERS[who],
+            "body": body,
+            "state": state,
+            "html_url": html,
+            "pull_request_url": pull,
+            "_links": links(html=html, pull_request=pull),
+            "submitted_at": NOW,
+            "commit_id": commit,
+            "author_association": assoc,
+        }
+
+    def review_comment(
+        self,
+        repo: Repo,
+        number: int,
+        cid: int,
+        who: str,
+        assoc: str,
+        path: str,
+        line: int,
+        body: str,
+        commit: str,
+        review: int | None,
+    ) -> dict[str, Any]:
+        """A line comment of a pull request's review (GitHub leaves out in_reply_to_id unless it replies)."""
+        pull = f"{API}/repos/{repo.full_name}/pulls/{number}"
+        url = f"{API}/repos/{repo.full_name}/pulls/comments/{cid}"
+        html = f"{WEB}/{repo.full_name}/pull/{number}#discussion_r{cid}"
+        return {
+            "url": url,
+            "id": cid,
+            "node_id": f"PRRC_{cid}",
+            "pull_request_review_id": review,
+            "diff_hunk": f"@@ -{line},1 +{line},1 @@",
+            "path": path,
+            "line": line,
+            "original_line": line,
+            "commit_id": commit,
+            "original_commit_id": commit,
+            "user": USERS[who],
+            "body": body,
+            "created_at": NOW,
+            "updated_at": NOW,
+            "html_url": html,
+            "pull_request_url": pull,
+            "author_association": assoc,
+            "_links": links(self=url, html=html, pull_request=pull),
+        }
 
     def release(
         self,
@@ -1400,39 +1448,69 @@ def _pull_json(fake: FakeGitHub, repo: Repo, number: int) -> dict[str, Any]:
     issue, pr = repo.issues[number], repo.pulls[number]
     head_sha, base_sha = repo.branches[pr["head"]], repo.branches[pr["base"]]
     files, _ = fake.file_changes(repo, fake.commits[base_sha].files, fake.commits[head_sha].files, head_sha)
+    api = f"{API}/repos/{repo.full_name}"
+    pull = f"{api}/pulls/{number}"
+
+    def side(branch: str, sha: str) -> dict[str, Any]:
+        owner = USERS.get(repo.owner, _user(repo.owner, 99, "Organization"))
+        return {
+            "label": f"{repo.owner}:{branch}",
+            "ref": branch,
+            "sha": sha,
+            "user": owner,
+            "repo": fake.repo_json(repo),
+        }
+
     return {
-        "url": f"https://api.github.com/repos/{repo.full_name}/pulls/{number}",
+        "url": pull,
         "id": issue["id"],
+        "node_id": f"PR_{issue['id']}",
         "number": number,
         "state": issue["state"],
+        "locked": False,
         "title": issue["title"],
         "user": issue["user"],
         "body": issue["body"],
         "labels": issue["labels"],
+        "milestone": None,
+        "assignee": None,
+        "assignees": [],
         "created_at": issue["created_at"],
         "updated_at": issue["updated_at"],
         "closed_at": issue["closed_at"],
         "merged_at": NOW if pr["merged"] else None,
+        "merge_commit_sha": pr.get("merge_commit_sha"),
         "draft": pr["draft"],
         "author_association": issue["author_association"],
+        "auto_merge": None,
         "html_url": issue["html_url"],
         "diff_url": issue["html_url"] + ".diff",
-        "head": {
-            "label": f"{repo.owner}:{pr['head']}",
-            "ref": pr["head"],
-            "sha": head_sha,
-            "repo": fake.repo_json(repo),
-        },
-        "base": {
-            "label": f"{repo.owner}:{pr['base']}",
-            "ref": pr["base"],
-            "sha": base_sha,
-            "repo": fake.repo_json(repo),
-        },
+        "patch_url": issue["html_url"] + ".patch",
+        "issue_url": issue["url"],
+        "commits_url": f"{pull}/commits",
+        "review_comments_url": f"{pull}/comments",
+        "review_comment_url": f"{api}/pulls/comments{{/number}}",
+        "comments_url": issue["comments_url"],
+        "statuses_url": f"{api}/statuses/{head_sha}",
+        "_links": links(
+            self=pull,
+            html=issue["html_url"],
+            issue=issue["url"],
+            comments=issue["comments_url"],
+            review_comments=f"{pull}/comments",
+            review_comment=f"{api}/pulls/comments{{/number}}",
+            commits=f"{pull}/commits",
+            statuses=f"{api}/statuses/{head_sha}",
+        ),
+        "head": side(pr["head"], head_sha),
+        "base": side(pr["base"], base_sha),
         "requested_reviewers": [USERS["alice"]],
+        "requested_teams": [],
         "mergeable": pr["mergeable"],
         "mergeable_state": "clean" if pr["mergeable"] else "dirty",
         "merged": pr["merged"],
+        "merged_by": USERS[ME] if pr["merged"] else None,
+        "maintainer_can_modify": False,
         "comments": issue["comments"],
         "review_comments": len(repo.review_comments.get(number, [])),
         "commits": 1,
@@ -1531,6 +1609,7 @@ def _merge(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: 
     files = fake.commits[repo.branches[pr["head"]]].files
     sha = fake.commit(repo, pr["base"], body.get("commit_title") or repo.issues[number]["title"], files, author=ME)
     pr["merged"] = True
+    pr["merge_commit_sha"] = sha
     repo.issues[number]["state"] = "closed"
     return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
@@ -1539,43 +1618,93 @@ def _merge(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: 
 def _review(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo, number = _get_pull(fake, m, write=True)
     states = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
-    review = {
-        "id": 800 + next(fake._counter),
-        "user": USERS[ME],
-        "state": states[body["event"]],
-        "body": body.get("body") or "",
-        "author_association": "MEMBER",
-        "submitted_at": NOW,
-        "html_url": f"https://github.com/{repo.full_name}/pull/{number}#pullrequestreview",
-    }
+    head = repo.branches[repo.pulls[number]["head"]]
+    review = fake.review(
+        repo, number, 800 + next(fake._counter), ME, "MEMBER", states[body["event"]], body.get("body") or "", head
+    )
     repo.reviews.setdefault(number, []).append(review)
     for c in body.get("comments") or []:
         repo.review_comments.setdefault(number, []).append(
-            {
-                "id": 900 + next(fake._counter),
-                "user": USERS[ME],
-                "path": c["path"],
-                "line": c["line"],
-                "body": c["body"],
-                "author_association": "MEMBER",
-                "created_at": NOW,
-            }
+            fake.review_comment(
+                repo,
+                number,
+                900 + next(fake._counter),
+                ME,
+                "MEMBER",
+                c["path"],
+                c["line"],
+                c["body"],
+                head,
+                review["id"],
+            )
         )
     return fake._json(200, review)  # GitHub answers a new review with 200, not 201
+
+
+def _run_json(fake: FakeGitHub, repo: Repo, run: dict[str, Any]) -> dict[str, Any]:
+    """A workflow run as GitHub lists it: the stored fields, with its repository, head commit and URLs."""
+    api = f"{API}/repos/{repo.full_name}/actions/runs/{run['id']}"
+    commit = fake.commits[run["head_sha"]]
+    person = {"name": commit.author.title(), "email": f"{commit.author}@example.com"}
+    return {
+        **run,
+        "node_id": f"WFR_{run['id']}",
+        "run_number": run["id"] - 699,
+        "workflow_id": 161335,
+        "url": api,
+        "html_url": f"{WEB}/{repo.full_name}/actions/runs/{run['id']}",
+        **urls(api, "jobs logs artifacts cancel rerun"),
+        "check_suite_url": f"{API}/repos/{repo.full_name}/check-suites/{30 + run['id']}",
+        "workflow_url": f"{API}/repos/{repo.full_name}/actions/workflows/161335",
+        "updated_at": run["created_at"],
+        "pull_requests": [],
+        "head_commit": {
+            "id": commit.sha,
+            "tree_id": fake.tree_of(commit),
+            "message": commit.message,
+            "timestamp": commit.date,
+            "author": person,
+            "committer": person,
+        },
+        "repository": fake.repo_json(repo),
+        "head_repository": fake.repo_json(repo),
+    }
+
+
+def _job_json(repo: Repo, run: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """A job of a workflow run as GitHub lists it."""
+    api = f"{API}/repos/{repo.full_name}"
+    return {
+        **job,
+        "node_id": f"CR_{job['id']}",
+        "run_url": f"{api}/actions/runs/{run['id']}",
+        "head_sha": run["head_sha"],
+        "head_branch": run["head_branch"],
+        "workflow_name": run["name"],
+        "url": f"{api}/actions/jobs/{job['id']}",
+        "html_url": f"{WEB}/{repo.full_name}/actions/runs/{run['id']}/job/{job['id']}",
+        "check_run_url": f"{api}/check-runs/{job['id']}",
+        "labels": ["ubuntu-latest"],
+        "runner_id": 1,
+        "runner_name": "GitHub Actions 1",
+        "runner_group_id": 2,
+        "runner_group_name": "GitHub Actions",
+        "created_at": job["started_at"],
+    }
 
 
 @route("GET", R + r"/actions/runs")
 def _runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     runs = [r for r in repo.runs if q.get("branch") in (None, r["head_branch"])]
-    runs = [r for r in runs if q.get("status") in (None, r["status"], r["conclusion"])]
+    runs = [_run_json(fake, repo, r) for r in runs if q.get("status") in (None, r["status"], r["conclusion"])]
     return Paged(runs, f"/repositories/{repo.rid}/actions/runs", key="workflow_runs", extra={"total_count": len(runs)})
 
 
 @route("GET", R + r"/actions/workflows/(?P<wf>[^/]+)/runs")
 def _workflow_runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    runs = [r for r in repo.runs if r["path"].endswith("/" + m["wf"])]
+    runs = [_run_json(fake, repo, r) for r in repo.runs if r["path"].endswith("/" + m["wf"])]
     if not runs:
         raise _error(404, "Not Found")
     return Paged(
@@ -1589,9 +1718,10 @@ def _workflow_runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
 @route("GET", R + r"/actions/runs/(?P<run>\d+)/jobs")
 def _jobs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    jobs = repo.jobs.get(int(m["run"]))
-    if jobs is None:
+    if int(m["run"]) not in repo.jobs:
         raise _error(404, "Not Found")
+    run = next(r for r in repo.runs if r["id"] == int(m["run"]))
+    jobs = [_job_json(repo, run, job) for job in repo.jobs[int(m["run"])]]
     return Paged(
         jobs, f"/repositories/{repo.rid}/actions/runs/{m['run']}/jobs", key="jobs", extra={"total_count": len(jobs)}
     )
@@ -1644,7 +1774,11 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
 def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repos, words = _search_scope(fake, q.get("q", ""))
     if not words:
-        raise _error(422, "Validation Failed", errors=[{"message": "Must include at least one search term."}])
+        raise _error(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "Search", "field": "q", "code": "invalid", "message": "Must include a search term."}],
+        )
     hits = []
     for repo in repos:
         for path, content in sorted(fake.commits[repo.branches[repo.default_branch]].files.items()):
