@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 TOKEN = "ghp_FakeToken0123456789abcdefghijklmnopqrstu"
 ME = "octocat"
@@ -173,6 +173,18 @@ class Repo:
         return f"{self.owner}/{self.name}"
 
 
+@dataclass
+class Redirect:
+    """One 3xx answer a test asked for (see `FakeGitHub.redirect`)."""
+
+    pattern: str
+    status: int
+    location: str
+    header: bool
+    body: bool
+    query: bool
+
+
 class Reply(Exception):
     """Raised by a route to answer at once with a status and a JSON body."""
 
@@ -204,7 +216,8 @@ class FakeGitHub:
         self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
-        self.redirects: list[tuple[str, int, str]] = []  # (path regex, status, location path): one answer each
+        self.redirects: list[Redirect] = []  # one answer each
+        self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -258,9 +271,26 @@ class FakeGitHub:
         self.moved[old.lower()] = repo.rid
         return repo
 
-    def redirect(self, path_pattern: str, status: int, location: str) -> None:
-        """Answer the next request whose path matches with `status` and a Location of this API's `location`."""
-        self.redirects.append((path_pattern, status, location))
+    def redirect(
+        self,
+        path_pattern: str,
+        status: int,
+        location: str,
+        *,
+        header: bool = True,
+        body: bool = True,
+        query: bool = True,
+    ) -> None:
+        """Answer the next request whose path matches with `status` and a Location of this API's `location`.
+
+        `header=False` leaves the Location header out and `body=False` the body's `url` (GitHub sends both);
+        `query=False` names the bare location, without the request's query."""
+        self.redirects.append(Redirect(path_pattern, status, location, header, body, query))
+
+    def omit(self, path_pattern: str, field: str) -> None:
+        """Leave `field` out of the next successful JSON answer whose path matches: a 2xx lacking what GitHub
+        documents, for tests of how the server says so."""
+        self.omissions.append((path_pattern, field))
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -676,9 +706,10 @@ class FakeGitHub:
         """GitHub's answers for a moved repository, documented in "Follow redirects" of its REST best practices:
         301 to reads and 307 to writes, Location naming the repository by id with the rest of the path and the
         query, and a body with the new URL."""
-        match = next((n for n, (pattern, _, _) in enumerate(self.redirects) if re.search(pattern, path)), None)
-        if match is not None:
-            _, status, location = self.redirects.pop(match)
+        match = next((n for n, r in enumerate(self.redirects) if re.search(r.pattern, path)), None)
+        redirect = self.redirects.pop(match) if match is not None else None
+        if redirect is not None:
+            status, location = redirect.status, redirect.location
         else:
             old = re.match(r"/repos/([^/]+/[^/]+)(/.*)?$", path)
             if old is None or old[1].lower() not in self.moved:
@@ -686,13 +717,13 @@ class FakeGitHub:
             location = f"/repositories/{self.moved[old[1].lower()]}{old[2] or ''}"
             status = 301 if method == "GET" else 307
         base = "" if location.startswith("http") else self.url + self.prefix
-        url = base + location + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+        keep = query and (redirect is None or redirect.query)
+        url = base + location + ("?" + urlencode(query) if keep else "")
         message = {301: "Moved Permanently", 302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect"}
-        raise Reply(
-            status,
-            {"message": message.get(status, "Redirect"), "url": url, "documentation_url": _REDIRECT_DOCS},
-            {"Location": url},
-        )
+        answer: dict[str, Any] = {"message": message.get(status, "Redirect"), "documentation_url": _REDIRECT_DOCS}
+        if redirect is None or redirect.body:
+            answer["url"] = url
+        raise Reply(status, answer, {"Location": url} if redirect is None or redirect.header else {})
 
     def _ok(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], result: Any
@@ -707,6 +738,11 @@ class FakeGitHub:
             if headers.get("if-none-match") == etag:
                 return 304, {**self._rate_headers(), "ETag": etag}, b""
             return 200, {"Content-Type": result.media, "ETag": etag, **self._rate_headers()}, data
+        omitted = next((n for n, (pattern, _) in enumerate(self.omissions) if re.search(pattern, path)), None)
+        if omitted is not None and isinstance(result, dict):
+            _, left_out = self.omissions.pop(omitted)
+            result = {k: v for k, v in result.items() if k != left_out}
+            self._local.routed = None  # broken on purpose: not held to GitHub's description
         status_code, out, data = self._json(status, result, extra)
         if method == "GET":
             etag = f'W/"{hashlib.md5(data).hexdigest()}"'  # noqa: S324
