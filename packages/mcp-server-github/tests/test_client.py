@@ -417,3 +417,23 @@ async def test_a_success_answer_lacking_a_documented_field_says_the_write_may_be
         assert widgets.issues[47]["title"] == "Half answered"
     else:
         assert widgets.pulls[46]["merged"]
+
+
+async def test_a_followed_rename_is_said_once_in_the_tools_text(fake: FakeGitHub) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    note = "(acme/widgets has moved to acme/gadgets)\n"
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        # Two requests (the issue, its comments), each redirected: the answer says it once.
+        issue = await client.call_tool("get_issue", {"repo": REPO, "number": 1})
+        comment = await client.call_tool("add_issue_comment", {"repo": REPO, "number": 2, "body": "moved?"})
+        diff = await client.call_tool("get_pull_request_diff", {"repo": REPO, "number": 46})
+        fake.reset_requests()
+        unmoved = await client.call_tool("list_issues", {"repo": "acme/gadgets", "limit": 1})
+    for result in (issue, comment, diff):
+        assert text_of(result).startswith(note)
+        assert text_of(result).count("has moved") == 1
+    assert "Crash on start" in text_of(issue)
+    assert [c["body"] for c in gadgets.comments[2]] == ["moved?"]
+    assert "has moved" not in text_of(unmoved)
+    assert [r.path for r in fake.requests] == ["/repos/acme/gadgets/issues"]
