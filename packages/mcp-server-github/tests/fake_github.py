@@ -1,9 +1,11 @@
 """A fake GitHub REST API on 127.0.0.1, for tests that drive the real PyGithub over real HTTP.
 
-Payloads follow GitHub's documented shapes (trimmed to the fields a client reads, plus the noise real responses
-carry: urls, node ids, nested users), with Link-header pagination (links name repositories by id, as GitHub's
-do), ETags and 304s, 401/403/404/409/422, the primary rate limit (X-RateLimit-Remaining: 0 and X-RateLimit-Reset)
-and the secondary one (Retry-After). Every request is recorded, so a test can count what one tool call cost.
+Payloads follow GitHub's documented shapes with every field its OpenAPI description marks required (the `*_url`
+family from one `urls()` table, node ids, `_links`, nested users; tests/test_fake_github.py holds it to that),
+with Link-header pagination (links name repositories by id, as GitHub's do), ETags and 304s,
+401/403/404/409/422, the primary rate limit (X-RateLimit-Remaining: 0 and X-RateLimit-Reset) and the secondary
+one (Retry-After), and renamed repositories' redirects. Every request is recorded, so a test can count what one
+tool call cost.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 TOKEN = "ghp_FakeToken0123456789abcdefghijklmnopqrstu"
 ME = "octocat"
@@ -62,14 +64,61 @@ class Recorded:
     body: Any
 
 
+API = "https://api.github.com"
+"""GitHub's API origin as payloads name it; `_json` swaps in the fake's own origin, as GitHub Enterprise names its."""
+WEB = "https://github.com"
+
+# The `*_url` fields GitHub sends on a user and on a repository: `name` is `{base}/name`, `name:tail` is
+# `{base}tail` (GitHub's URI templates kept as it sends them, `{/sha}` and all).
+_USER_URLS = (
+    "events:/events{/privacy} followers following:/following{/other_user} gists:/gists{/gist_id}"
+    " organizations:/orgs received_events repos starred:/starred{/owner}{/repo} subscriptions"
+)
+_REPO_URLS = (
+    "archive:/{archive_format}{/ref} assignees:/assignees{/user} blobs:/git/blobs{/sha}"
+    " branches:/branches{/branch} collaborators:/collaborators{/collaborator} comments:/comments{/number}"
+    " commits:/commits{/sha} compare:/compare/{base}...{head} contents:/contents/{+path} contributors deployments"
+    " downloads events forks git_commits:/git/commits{/sha} git_refs:/git/refs{/sha} git_tags:/git/tags{/sha}"
+    " hooks issue_comment:/issues/comments{/number} issue_events:/issues/events{/number} issues:/issues{/number}"
+    " keys:/keys{/key_id} labels:/labels{/name} languages merges milestones:/milestones{/number}"
+    " notifications:/notifications{?since,all,participating} pulls:/pulls{/number} releases:/releases{/id}"
+    " stargazers statuses:/statuses/{sha} subscribers subscription tags teams trees:/git/trees{/sha}"
+)
+
+
+def urls(base: str, family: str) -> dict[str, str]:
+    """GitHub's `*_url` fields for one object, from a table such as `_REPO_URLS` (one place, never by hand)."""
+    out = {}
+    for entry in family.split():
+        name, _, tail = entry.partition(":")
+        out[f"{name}_url"] = base + (tail or f"/{name}")
+    return out
+
+
+_ISSUE_URLS = "comments events labels:/labels{/name}"
+
+
+def reactions(api: str) -> dict[str, Any]:
+    """The reaction counts GitHub sends on an issue, a comment or a release (none here)."""
+    counts = dict.fromkeys(("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"), 0)
+    return {"url": f"{api}/reactions", "total_count": 0, **counts}
+
+
+def links(**hrefs: str) -> dict[str, dict[str, str]]:
+    """GitHub's `_links`: each relation as `{"href": url}`."""
+    return {rel: {"href": href} for rel, href in hrefs.items()}
+
+
 def _user(login: str, uid: int, kind: str = "User") -> dict[str, Any]:
     return {
         "login": login,
         "id": uid,
         "node_id": f"U_{uid}",
         "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
-        "url": f"https://api.github.com/users/{login}",
-        "html_url": f"https://github.com/{login}",
+        "gravatar_id": "",
+        "url": f"{API}/users/{login}",
+        "html_url": f"{WEB}/{login}",
+        **urls(f"{API}/users/{login}", _USER_URLS),
         "type": kind,
         "site_admin": False,
     }
@@ -124,6 +173,18 @@ class Repo:
         return f"{self.owner}/{self.name}"
 
 
+@dataclass
+class Redirect:
+    """One 3xx answer a test asked for (see `FakeGitHub.redirect`)."""
+
+    pattern: str
+    status: int
+    location: str
+    header: bool
+    body: bool
+    query: bool
+
+
 class Reply(Exception):
     """Raised by a route to answer at once with a status and a JSON body."""
 
@@ -155,7 +216,8 @@ class FakeGitHub:
         self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
-        self.redirects: list[tuple[str, int, str]] = []  # (path regex, status, location path): one answer each
+        self.redirects: list[Redirect] = []  # one answer each
+        self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -209,9 +271,26 @@ class FakeGitHub:
         self.moved[old.lower()] = repo.rid
         return repo
 
-    def redirect(self, path_pattern: str, status: int, location: str) -> None:
-        """Answer the next request whose path matches with `status` and a Location of this API's `location`."""
-        self.redirects.append((path_pattern, status, location))
+    def redirect(
+        self,
+        path_pattern: str,
+        status: int,
+        location: str,
+        *,
+        header: bool = True,
+        body: bool = True,
+        query: bool = True,
+    ) -> None:
+        """Answer the next request whose path matches with `status` and a Location of this API's `location`.
+
+        `header=False` leaves the Location header out and `body=False` the body's `url` (GitHub sends both);
+        `query=False` names the bare location, without the request's query."""
+        self.redirects.append(Redirect(path_pattern, status, location, header, body, query))
+
+    def omit(self, path_pattern: str, field: str) -> None:
+        """Leave `field` out of the next successful JSON answer whose path matches: a 2xx lacking what GitHub
+        documents, for tests of how the server says so."""
+        self.omissions.append((path_pattern, field))
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -270,8 +349,8 @@ class FakeGitHub:
         del feature["docs/guide.md"]
         self.commit(widgets, "feature", "Add mul", feature, author="bob")
         widgets.labels = [
-            {"id": 1, "name": "bug", "color": "d73a4a", "description": "Something isn't working", "default": True},
-            {"id": 2, "name": "enhancement", "color": "a2eeef", "description": "New feature", "default": True},
+            self.label(widgets, 1, "bug", "d73a4a", "Something isn't working"),
+            self.label(widgets, 2, "enhancement", "a2eeef", "New feature"),
         ]
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
@@ -284,54 +363,18 @@ class FakeGitHub:
         # PR 46, from feature into main; its conversation lives on issue 46.
         self._issue(widgets, 46, "Add multiplication", "bob", "CONTRIBUTOR", body="Adds `mul`.", pull=True)
         widgets.pulls[46] = {"head": "feature", "base": "main", "merged": False, "draft": False, "mergeable": True}
+        head = widgets.branches["feature"]
         widgets.reviews[46] = [
-            {
-                "id": 80,
-                "user": USERS["alice"],
-                "state": "CHANGES_REQUESTED",
-                "body": "Please add tests.",
-                "author_association": "OWNER",
-                "submitted_at": NOW,
-                "commit_id": widgets.branches["feature"],
-            },
+            self.review(widgets, 46, 80, "alice", "OWNER", "CHANGES_REQUESTED", "Please add tests.", head),
         ]
         widgets.review_comments[46] = [
-            {
-                "id": 90 + n,
-                "user": USERS["alice"],
-                "path": "src/util.py",
-                "line": 5,
-                "original_line": 5,
-                "body": f"Nit {n}.",
-                "author_association": "OWNER",
-                "created_at": NOW,
-            }
+            self.review_comment(widgets, 46, 90 + n, "alice", "OWNER", "src/util.py", 5, f"Nit {n}.", head, 80)
             for n in range(3)
         ]
         widgets.releases = [
             # A draft: GitHub sends null for its publication date, and for a name and notes not written yet.
-            {
-                "id": 6,
-                "tag_name": "v2.0-rc1",
-                "name": None,
-                "body": None,
-                "draft": True,
-                "prerelease": True,
-                "created_at": NOW,
-                "published_at": None,
-                "author": USERS["alice"],
-            },
-            {
-                "id": 5,
-                "tag_name": "v1.0",
-                "name": "First",
-                "body": "Notes <!-- hidden -->for v1.0",
-                "draft": False,
-                "prerelease": False,
-                "created_at": NOW,
-                "published_at": NOW,
-                "author": USERS["alice"],
-            },
+            self.release(widgets, 6, "v2.0-rc1", None, None, draft=True, prerelease=True),
+            self.release(widgets, 5, "v1.0", "First", "Notes <!-- hidden -->for v1.0"),
         ]
         widgets.runs = [
             {
@@ -362,8 +405,8 @@ class FakeGitHub:
                 "started_at": NOW,
                 "completed_at": NOW,
                 "steps": [
-                    {"name": "checkout", "conclusion": "success", "number": 1},
-                    {"name": "pytest", "conclusion": "failure", "number": 2},
+                    {"name": "checkout", "status": "completed", "conclusion": "success", "number": 1},
+                    {"name": "pytest", "status": "completed", "conclusion": "failure", "number": 2},
                 ],
             },
         ]
@@ -382,6 +425,107 @@ class FakeGitHub:
         self.repos["octocat/hello"] = hello
         self.commit(hello, "main", "Hello", {"hello.txt": b"hello\n"}, author="octocat")
 
+    def review(
+        self, repo: Repo, number: int, rid: int, who: str, assoc: str, state: str, body: str, commit: str
+    ) -> dict[str, Any]:
+        pull = f"{API}/repos/{repo.full_name}/pulls/{number}"
+        html = f"{WEB}/{repo.full_name}/pull/{number}#pullrequestreview-{rid}"
+        return {
+            "id": rid,
+            "node_id": f"PRR_{rid}",
+            "user": USERS[who],
+            "body": body,
+            "state": state,
+            "html_url": html,
+            "pull_request_url": pull,
+            "_links": links(html=html, pull_request=pull),
+            "submitted_at": NOW,
+            "commit_id": commit,
+            "author_association": assoc,
+        }
+
+    def review_comment(
+        self,
+        repo: Repo,
+        number: int,
+        cid: int,
+        who: str,
+        assoc: str,
+        path: str,
+        line: int,
+        body: str,
+        commit: str,
+        review: int | None,
+    ) -> dict[str, Any]:
+        """A line comment of a pull request's review (GitHub leaves out in_reply_to_id unless it replies)."""
+        pull = f"{API}/repos/{repo.full_name}/pulls/{number}"
+        url = f"{API}/repos/{repo.full_name}/pulls/comments/{cid}"
+        html = f"{WEB}/{repo.full_name}/pull/{number}#discussion_r{cid}"
+        return {
+            "url": url,
+            "id": cid,
+            "node_id": f"PRRC_{cid}",
+            "pull_request_review_id": review,
+            "diff_hunk": f"@@ -{line},1 +{line},1 @@",
+            "path": path,
+            "line": line,
+            "original_line": line,
+            "commit_id": commit,
+            "original_commit_id": commit,
+            "user": USERS[who],
+            "body": body,
+            "created_at": NOW,
+            "updated_at": NOW,
+            "html_url": html,
+            "pull_request_url": pull,
+            "author_association": assoc,
+            "_links": links(self=url, html=html, pull_request=pull),
+        }
+
+    def release(
+        self,
+        repo: Repo,
+        rid: int,
+        tag: str,
+        name: str | None,
+        body: str | None,
+        *,
+        draft: bool = False,
+        prerelease: bool = False,
+    ) -> dict[str, Any]:
+        api = f"{API}/repos/{repo.full_name}/releases/{rid}"
+        return {
+            "url": api,
+            "html_url": f"{WEB}/{repo.full_name}/releases/tag/{tag}",
+            "assets_url": f"{api}/assets",
+            "upload_url": f"https://uploads.github.com/repos/{repo.full_name}/releases/{rid}/assets{{?name,label}}",
+            "tarball_url": None if draft else f"{API}/repos/{repo.full_name}/tarball/{tag}",
+            "zipball_url": None if draft else f"{API}/repos/{repo.full_name}/zipball/{tag}",
+            "id": rid,
+            "node_id": f"RE_{rid}",
+            "tag_name": tag,
+            "target_commitish": repo.default_branch,
+            "name": name,
+            "body": body,
+            "draft": draft,
+            "prerelease": prerelease,
+            "created_at": NOW,
+            "published_at": None if draft else NOW,
+            "author": USERS["alice"],
+            "assets": [],
+        }
+
+    def label(self, repo: Repo, lid: int, name: str, color: str, description: str | None = None) -> dict[str, Any]:
+        return {
+            "id": lid,
+            "node_id": f"LA_{lid}",
+            "url": f"{API}/repos/{repo.full_name}/labels/{name}",
+            "name": name,
+            "color": color,
+            "description": description,
+            "default": description is not None,
+        }
+
     def _issue(
         self,
         repo: Repo,
@@ -394,10 +538,12 @@ class FakeGitHub:
         labels: list[str] | None = None,
         pull: bool = False,
     ) -> None:
+        api = f"{API}/repos/{repo.full_name}/issues/{number}"
         issue: dict[str, Any] = {
-            "url": f"https://api.github.com/repos/{repo.full_name}/issues/{number}",
-            "repository_url": f"https://api.github.com/repos/{repo.full_name}",
-            "html_url": f"https://github.com/{repo.full_name}/{'pull' if pull else 'issues'}/{number}",
+            "url": api,
+            "repository_url": f"{API}/repos/{repo.full_name}",
+            **urls(api, _ISSUE_URLS),
+            "html_url": f"{WEB}/{repo.full_name}/{'pull' if pull else 'issues'}/{number}",
             "id": repo.rid * 1000 + number,
             "node_id": f"I_{repo.rid}_{number}",
             "number": number,
@@ -407,6 +553,7 @@ class FakeGitHub:
             "state": "open",
             "state_reason": None,
             "locked": False,
+            "assignee": None,
             "assignees": [],
             "milestone": None,
             "comments": 0,
@@ -415,10 +562,17 @@ class FakeGitHub:
             "closed_at": None,
             "author_association": assoc,
             "body": body or None,  # GitHub sends null for an issue opened without a description
-            "reactions": {"total_count": 0, "+1": 0, "-1": 0},
+            "reactions": reactions(api),
         }
         if pull:
-            issue["pull_request"] = {"url": f"https://api.github.com/repos/{repo.full_name}/pulls/{number}"}
+            pulls = f"{repo.full_name}/pull/{number}"
+            issue["pull_request"] = {
+                "url": f"{API}/repos/{repo.full_name}/pulls/{number}",
+                "html_url": f"{WEB}/{pulls}",
+                "diff_url": f"{WEB}/{pulls}.diff",
+                "patch_url": f"{WEB}/{pulls}.patch",
+                "merged_at": None,
+            }
         repo.issues[number] = issue
         repo.comments.setdefault(number, [])
 
@@ -427,8 +581,9 @@ class FakeGitHub:
         comment = {
             "id": cid,
             "node_id": f"IC_{cid}",
-            "url": f"https://api.github.com/repos/{repo.full_name}/issues/comments/{cid}",
-            "html_url": f"https://github.com/{repo.full_name}/issues/{number}#issuecomment-{cid}",
+            "url": f"{API}/repos/{repo.full_name}/issues/comments/{cid}",
+            "html_url": f"{WEB}/{repo.full_name}/issues/{number}#issuecomment-{cid}",
+            "issue_url": f"{API}/repos/{repo.full_name}/issues/{number}",
             "user": USERS[who],
             "created_at": NOW,
             "updated_at": NOW,
@@ -551,9 +706,10 @@ class FakeGitHub:
         """GitHub's answers for a moved repository, documented in "Follow redirects" of its REST best practices:
         301 to reads and 307 to writes, Location naming the repository by id with the rest of the path and the
         query, and a body with the new URL."""
-        match = next((n for n, (pattern, _, _) in enumerate(self.redirects) if re.search(pattern, path)), None)
-        if match is not None:
-            _, status, location = self.redirects.pop(match)
+        match = next((n for n, r in enumerate(self.redirects) if re.search(r.pattern, path)), None)
+        redirect = self.redirects.pop(match) if match is not None else None
+        if redirect is not None:
+            status, location = redirect.status, redirect.location
         else:
             old = re.match(r"/repos/([^/]+/[^/]+)(/.*)?$", path)
             if old is None or old[1].lower() not in self.moved:
@@ -561,13 +717,13 @@ class FakeGitHub:
             location = f"/repositories/{self.moved[old[1].lower()]}{old[2] or ''}"
             status = 301 if method == "GET" else 307
         base = "" if location.startswith("http") else self.url + self.prefix
-        url = base + location + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+        keep = query and (redirect is None or redirect.query)
+        url = base + location + ("?" + urlencode(query) if keep else "")
         message = {301: "Moved Permanently", 302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect"}
-        raise Reply(
-            status,
-            {"message": message.get(status, "Redirect"), "url": url, "documentation_url": _REDIRECT_DOCS},
-            {"Location": url},
-        )
+        answer: dict[str, Any] = {"message": message.get(status, "Redirect"), "documentation_url": _REDIRECT_DOCS}
+        if redirect is None or redirect.body:
+            answer["url"] = url
+        raise Reply(status, answer, {"Location": url} if redirect is None or redirect.header else {})
 
     def _ok(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], result: Any
@@ -582,6 +738,11 @@ class FakeGitHub:
             if headers.get("if-none-match") == etag:
                 return 304, {**self._rate_headers(), "ETag": etag}, b""
             return 200, {"Content-Type": result.media, "ETag": etag, **self._rate_headers()}, data
+        omitted = next((n for n, (pattern, _) in enumerate(self.omissions) if re.search(pattern, path)), None)
+        if omitted is not None and isinstance(result, dict):
+            _, left_out = self.omissions.pop(omitted)
+            result = {k: v for k, v in result.items() if k != left_out}
+            self._local.routed = None  # broken on purpose: not held to GitHub's description
         status_code, out, data = self._json(status, result, extra)
         if method == "GET":
             etag = f'W/"{hashlib.md5(data).hexdigest()}"'  # noqa: S324
@@ -635,6 +796,8 @@ class FakeGitHub:
         return repo
 
     def repo_json(self, repo: Repo) -> dict[str, Any]:
+        """A repository as GET /repos/{owner}/{repo} sends it (its lists and searches send the same fields)."""
+        api = f"{API}/repos/{repo.full_name}"
         return {
             "id": repo.rid,
             "node_id": f"R_{repo.rid}",
@@ -642,17 +805,43 @@ class FakeGitHub:
             "full_name": repo.full_name,
             "private": repo.private,
             "owner": USERS.get(repo.owner, _user(repo.owner, 99, "Organization")),
-            "html_url": f"https://github.com/{repo.full_name}",
+            "html_url": f"{WEB}/{repo.full_name}",
             "description": repo.description,
             "fork": False,
-            "url": f"https://api.github.com/repos/{repo.full_name}",
+            "url": api,
+            **urls(api, _REPO_URLS),
+            "git_url": f"git://github.com/{repo.full_name}.git",
+            "ssh_url": f"git@github.com:{repo.full_name}.git",
+            "clone_url": f"{WEB}/{repo.full_name}.git",
+            "svn_url": f"{WEB}/{repo.full_name}",
+            "mirror_url": None,
+            "homepage": None,
             "default_branch": repo.default_branch,
             "stargazers_count": 42,
+            "watchers_count": 42,
+            "watchers": 42,
             "forks_count": 3,
+            "forks": 3,
+            "open_issues_count": sum(1 for i in repo.issues.values() if i["state"] == "open"),
+            "open_issues": sum(1 for i in repo.issues.values() if i["state"] == "open"),
+            "network_count": 3,
+            "subscribers_count": 5,
+            "size": 120,
             "language": "Python",
+            "license": None,
+            "has_issues": True,
+            "has_projects": True,
+            "has_wiki": True,
+            "has_pages": False,
+            "has_downloads": True,
+            "has_discussions": False,
             "archived": False,
+            "disabled": False,
             "visibility": "private" if repo.private else "public",
-            "permissions": {"admin": False, "push": repo.writable, "pull": True},
+            "pushed_at": NOW,
+            "created_at": "2020-01-01T00:00:00Z",
+            "updated_at": NOW,
+            "permissions": {"admin": False, "maintain": False, "push": repo.writable, "triage": False, "pull": True},
         }
 
     def resolve(self, repo: Repo, ref: str | None) -> str:
@@ -669,21 +858,52 @@ class FakeGitHub:
             return matches[0]
         raise _error(404, f"No commit found for the ref {ref}")
 
-    def commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+    def git_commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+        """A commit as the Git database sends it (GET and POST /git/commits)."""
+        api = f"{API}/repos/{repo.full_name}"
         return {
             "sha": commit.sha,
             "node_id": f"C_{commit.sha[:10]}",
-            "commit": {
-                "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
-                "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
-                "message": commit.message,
-                "tree": {"sha": self.tree_of(commit)},
+            "url": f"{api}/git/commits/{commit.sha}",
+            "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
+            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
+            "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
+            "tree": {"sha": (tree := self.tree_of(commit)), "url": f"{api}/git/trees/{tree}"},
+            "message": commit.message,
+            "parents": [
+                {"sha": p, "url": f"{api}/git/commits/{p}", "html_url": f"{WEB}/{repo.full_name}/commit/{p}"}
+                for p in commit.parents
+            ],
+            "verification": {
+                "verified": False,
+                "reason": "unsigned",
+                "signature": None,
+                "payload": None,
+                "verified_at": None,
             },
-            "url": f"https://api.github.com/repos/{repo.full_name}/commits/{commit.sha}",
-            "html_url": f"https://github.com/{repo.full_name}/commit/{commit.sha}",
+        }
+
+    def commit_json(self, repo: Repo, commit: Commit) -> dict[str, Any]:
+        """A commit as the repository's commit endpoints send it: the Git commit inside, GitHub's users around."""
+        api = f"{API}/repos/{repo.full_name}"
+        git = self.git_commit_json(repo, commit)
+        return {
+            "sha": commit.sha,
+            "node_id": git["node_id"],
+            "commit": {
+                "url": git["url"],
+                **{k: git[k] for k in ("author", "committer", "message", "tree", "verification")},
+                "comment_count": 0,
+            },
+            "url": f"{api}/commits/{commit.sha}",
+            "html_url": git["html_url"],
+            "comments_url": f"{api}/commits/{commit.sha}/comments",
             "author": USERS.get(commit.author),
             "committer": None,
-            "parents": [{"sha": p} for p in commit.parents],
+            "parents": [
+                {"sha": p, "url": f"{api}/commits/{p}", "html_url": f"{WEB}/{repo.full_name}/commit/{p}"}
+                for p in commit.parents
+            ],
         }
 
     def tree_of(self, commit: Commit) -> str:
@@ -691,7 +911,10 @@ class FakeGitHub:
         self.trees[sha] = commit.files
         return sha
 
-    def file_changes(self, before: dict[str, bytes], after: dict[str, bytes]) -> tuple[list[dict[str, Any]], str]:
+    def file_changes(
+        self, repo: Repo, before: dict[str, bytes], after: dict[str, bytes], at: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The changed files (as GitHub lists them, URLs naming them at commit `at`) and the unified diff."""
         files, diff = [], []
         for path in sorted(set(before) | set(after)):
             old, new = before.get(path), after.get(path)
@@ -721,8 +944,9 @@ class FakeGitHub:
                     "deletions": deletions,
                     "changes": additions + deletions,
                     "patch": patch,
-                    "blob_url": f"https://github.com/blob/{path}",
-                    "raw_url": f"https://github.com/raw/{path}",
+                    "blob_url": f"{WEB}/{repo.full_name}/blob/{at}/{path}",
+                    "raw_url": f"{WEB}/{repo.full_name}/raw/{at}/{path}",
+                    "contents_url": f"{API}/repos/{repo.full_name}/contents/{path}?ref={at}",
                 }
             )
             diff.append(
@@ -763,7 +987,7 @@ def route(verb: str, pattern: str) -> Callable[[Route], Route]:
 def _me(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     if fake.user is None:
         raise _error(401, "Requires authentication")
-    status, out, data = fake._json(200, {**USERS[ME], "name": "The Octocat", "company": "@github", "public_repos": 8})
+    status, out, data = fake._json(200, {**USERS[ME], **_profile(ME, "The Octocat", "@github"), **_PRIVATE_COUNTS})
     out["X-OAuth-Scopes"] = "repo, read:org"
     return status, out, data
 
@@ -773,7 +997,38 @@ def _user_profile(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
     user = USERS.get(m["login"])
     if user is None:
         raise _error(404, "Not Found")
-    return {**user, "name": m["login"].title(), "company": None, "followers": 7}
+    return {**user, **_profile(m["login"], m["login"].title(), None)}
+
+
+def _profile(login: str, name: str, company: str | None) -> dict[str, Any]:
+    """What a user's profile adds to the user (GET /users/{username}, GET /user): GitHub sends each field, null
+    where the user left it empty."""
+    return {
+        "name": name,
+        "company": company,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "public_repos": 8,
+        "public_gists": 0,
+        "followers": 7,
+        "following": 0,
+        "created_at": "2011-01-25T18:44:36Z",
+        "updated_at": NOW,
+    }
+
+
+# What GET /user adds for the token's own account.
+_PRIVATE_COUNTS = {
+    "private_gists": 0,
+    "total_private_repos": 2,
+    "owned_private_repos": 2,
+    "disk_usage": 1000,
+    "collaborators": 0,
+    "two_factor_authentication": True,
+}
 
 
 def _get_repo(fake: FakeGitHub, m: re.Match[str], write: bool = False) -> Repo:
@@ -793,10 +1048,31 @@ def _repo(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     return fake.repo_json(_get_repo(fake, m))
 
 
+def _content_entry(repo: Repo, ref: str, kind: str, path: str, content: bytes) -> dict[str, Any]:
+    """A file or directory as the contents endpoint names it (a directory's sha here is only a stand-in)."""
+    sha = blob_sha(content if kind == "file" else path.encode())
+    url = f"{API}/repos/{repo.full_name}/contents/{path}?ref={ref}"
+    html = f"{WEB}/{repo.full_name}/{'blob' if kind == 'file' else 'tree'}/{ref}/{path}"
+    git = f"{API}/repos/{repo.full_name}/git/{'blobs' if kind == 'file' else 'trees'}/{sha}"
+    return {
+        "type": kind,
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "size": len(content) if kind == "file" else 0,
+        "sha": sha,
+        "url": url,
+        "html_url": html,
+        "git_url": git,
+        "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{ref}/{path}" if kind == "file" else None,
+        "_links": {"self": url, "git": git, "html": html},
+    }
+
+
 @route("GET", R + r"/contents(?:/(?P<path>.*))?")
 def _contents(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    files = fake.commits[fake.resolve(repo, q.get("ref"))].files
+    ref = q.get("ref") or repo.default_branch
+    files = fake.commits[fake.resolve(repo, ref)].files
     path = (m["path"] or "").strip("/")
     if path in files:
         content = files[path]
@@ -805,30 +1081,13 @@ def _contents(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
         # GitHub wraps base64 at 60 columns, with newlines; over 1 MB it sends no content at all.
         big = len(content) > 1_000_000
         encoded = "" if big else base64.encodebytes(content).decode()
-        return {
-            "type": "file",
-            "encoding": "base64",
-            "size": len(content),
-            "name": path.rsplit("/", 1)[-1],
-            "path": path,
-            "content": encoded,
-            "sha": blob_sha(content),
-            "url": f"https://api.github.com/repos/{repo.full_name}/contents/{path}",
-            "html_url": f"https://github.com/{repo.full_name}/blob/main/{path}",
-            "_links": {"self": "..."},
-        }
+        return {**_content_entry(repo, ref, "file", path, content), "encoding": "base64", "content": encoded}
     prefix = f"{path}/" if path else ""
     children: dict[str, dict[str, Any]] = {}
     for name, content in files.items():
         if name.startswith(prefix):
             head, _, rest = name[len(prefix) :].partition("/")
-            children[head] = {
-                "type": "dir" if rest else "file",
-                "name": head,
-                "path": prefix + head,
-                "size": 0 if rest else len(content),
-                "sha": blob_sha(content),
-            }
+            children[head] = _content_entry(repo, ref, "dir" if rest else "file", prefix + head, content)
     if not children:
         raise _error(404, "Not Found")
     return sorted(children.values(), key=lambda e: (e["type"] != "dir", e["name"]))
@@ -886,25 +1145,29 @@ def _tree(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     return {"sha": fake.tree_of(commit), "tree": entries, "truncated": False}
 
 
+def _ref_json(repo: Repo, branch: str, sha: str) -> dict[str, Any]:
+    api = f"{API}/repos/{repo.full_name}/git"
+    return {
+        "ref": f"refs/heads/{branch}",
+        "node_id": f"REF_{repo.rid}_{branch}",
+        "url": f"{api}/refs/heads/{branch}",
+        "object": {"type": "commit", "sha": sha, "url": f"{api}/commits/{sha}"},
+    }
+
+
 @route("GET", R + r"/git/ref/heads/(?P<branch>.+)")
 def _ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     if m["branch"] not in repo.branches:
         raise _error(404, "Not Found")
-    sha = repo.branches[m["branch"]]
-    return {"ref": f"refs/heads/{m['branch']}", "object": {"sha": sha, "type": "commit"}}
+    return _ref_json(repo, m["branch"], repo.branches[m["branch"]])
 
 
 @route("GET", R + r"/git/commits/(?P<sha>[0-9a-f]+)")
 def _git_commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
     commit = fake.commits.get(m["sha"]) or (_ for _ in ()).throw(_error(404, "Not Found"))
-    return {
-        "sha": commit.sha,
-        "tree": {"sha": fake.tree_of(commit)},
-        "message": commit.message,
-        "parents": [{"sha": p} for p in commit.parents],
-    }
+    return fake.git_commit_json(repo, commit)
 
 
 @route("POST", R + r"/git/trees")
@@ -934,7 +1197,7 @@ def _new_commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any
     repo = _get_repo(fake, m, write=True)
     sha = fake._sha(repo.full_name, body["message"])
     fake.commits[sha] = Commit(sha, body["message"], ME, dict(fake.trees[body["tree"]]), list(body["parents"]))
-    return {"sha": sha, "tree": {"sha": body["tree"]}, "message": body["message"]}
+    return fake.git_commit_json(repo, fake.commits[sha])
 
 
 @route("PATCH", R + r"/git/refs/heads/(?P<branch>.+)")
@@ -946,7 +1209,7 @@ def _move_ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
     if not body.get("force") and current not in fake.commits[body["sha"]].parents:
         raise _error(422, "Update is not a fast forward")
     repo.branches[m["branch"]] = body["sha"]
-    return {"ref": f"refs/heads/{m['branch']}", "object": {"sha": body["sha"]}}
+    return _ref_json(repo, m["branch"], body["sha"])
 
 
 @route("POST", R + r"/git/refs")
@@ -958,7 +1221,7 @@ def _new_ref(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h
     if body["sha"] not in fake.commits:
         raise _error(422, "Object does not exist")
     repo.branches[name] = body["sha"]
-    return {"ref": body["ref"], "object": {"sha": body["sha"]}}
+    return _ref_json(repo, name, body["sha"])
 
 
 @route("POST", R + r"/forks")
@@ -979,7 +1242,11 @@ def _branches(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
     repo = _get_repo(fake, m)
     return Paged(
         [
-            {"name": b, "commit": {"sha": s, "url": "..."}, "protected": b == "main"}
+            {
+                "name": b,
+                "commit": {"sha": s, "url": f"{API}/repos/{repo.full_name}/commits/{s}"},
+                "protected": b == "main",
+            }
             for b, s in sorted(repo.branches.items())
         ],
         f"/repositories/{repo.rid}/branches",
@@ -990,7 +1257,16 @@ def _branches(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
 def _tags(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     return Paged(
-        [{"name": t, "commit": {"sha": s}, "zipball_url": "..."} for t, s in repo.tags.items()],
+        [
+            {
+                "name": t,
+                "node_id": f"TAG_{repo.rid}_{t}",
+                "commit": {"sha": s, "url": f"{API}/repos/{repo.full_name}/commits/{s}"},
+                "zipball_url": f"{API}/repos/{repo.full_name}/zipball/refs/tags/{t}",
+                "tarball_url": f"{API}/repos/{repo.full_name}/tarball/refs/tags/{t}",
+            }
+            for t, s in repo.tags.items()
+        ],
         f"/repositories/{repo.rid}/tags",
     )
 
@@ -1022,7 +1298,7 @@ def _commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
     repo = _get_repo(fake, m)
     commit = fake.commits[fake.resolve(repo, m["ref"])]
     parent = fake.commits[commit.parents[0]].files if commit.parents else {}
-    files, diff = fake.file_changes(parent, commit.files)
+    files, diff = fake.file_changes(repo, parent, commit.files, commit.sha)
     if "diff" in h.get("accept", ""):
         return Text(diff, "application/vnd.github.diff")
     data = fake.commit_json(repo, commit)
@@ -1034,7 +1310,7 @@ def _commit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
 def _compare(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     base, head = fake.resolve(repo, m["base"]), fake.resolve(repo, m["head"])
-    files, diff = fake.file_changes(fake.commits[base].files, fake.commits[head].files)
+    files, diff = fake.file_changes(repo, fake.commits[base].files, fake.commits[head].files, head)
     if "diff" in h.get("accept", ""):
         return Text(diff, "application/vnd.github.diff")
     ahead, sha = [], head
@@ -1042,43 +1318,90 @@ def _compare(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h
         ahead.append(fake.commit_json(repo, fake.commits[sha]))
         sha = (fake.commits[sha].parents or [None])[0]  # type: ignore[assignment]
     ahead.reverse()
+    api, web = f"{API}/repos/{repo.full_name}", f"{WEB}/{repo.full_name}"
     extra = {
+        "url": f"{api}/compare/{m['base']}...{m['head']}",
+        "html_url": f"{web}/compare/{m['base']}...{m['head']}",
+        "permalink_url": f"{web}/compare/{repo.owner}:{base[:7]}...{repo.owner}:{head[:7]}",
+        "diff_url": f"{web}/compare/{m['base']}...{m['head']}.diff",
+        "patch_url": f"{web}/compare/{m['base']}...{m['head']}.patch",
+        "base_commit": fake.commit_json(repo, fake.commits[base]),
+        "merge_base_commit": fake.commit_json(repo, fake.commits[base]),
         "status": "ahead" if ahead else "identical",
         "ahead_by": len(ahead),
         "behind_by": 0,
         "total_commits": len(ahead),
         "files": files,
-        "html_url": f"https://github.com/{repo.full_name}/compare",
     }
     return Paged(ahead, f"/repositories/{repo.rid}/compare/{base}...{head}", key="commits", extra=extra)
 
 
 @route("GET", R + r"/commits/(?P<ref>[^/]+)/status")
 def _status(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
+    sha = fake.resolve(repo, m["ref"])
+    api = f"{API}/repos/{repo.full_name}"
     return {
         "state": "success",
-        "sha": m["ref"],
+        "sha": sha,
         "total_count": 1,
         "statuses": [
             {
+                "id": 61,
+                "node_id": "SC_61",
+                "url": f"{api}/statuses/{sha}",
+                "avatar_url": None,
                 "context": "ci/lint",
                 "state": "success",
                 "description": "Lint passed",
                 "target_url": "https://ci.example.com/1",
+                "created_at": NOW,
+                "updated_at": NOW,
             }
         ],
+        "repository": fake.repo_json(repo),
+        "commit_url": f"{api}/commits/{sha}",
+        "url": f"{api}/commits/{sha}/status",
     }
 
 
 @route("GET", R + r"/commits/(?P<ref>[^/]+)/check-runs")
 def _checks(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
-    _get_repo(fake, m)
+    repo = _get_repo(fake, m)
+    sha = fake.resolve(repo, m["ref"])
+
+    def check_run(cid: int, name: str, status: str, conclusion: str | None) -> dict[str, Any]:
+        api = f"{API}/repos/{repo.full_name}/check-runs/{cid}"
+        return {
+            "id": cid,
+            "node_id": f"CR_{cid}",
+            "head_sha": sha,
+            "external_id": "",
+            "url": api,
+            "html_url": f"{WEB}/{repo.full_name}/runs/{cid}",
+            "details_url": f"{WEB}/{repo.full_name}/runs/{cid}",
+            "name": name,
+            "status": status,
+            "conclusion": conclusion,
+            "started_at": NOW,
+            "completed_at": NOW if status == "completed" else None,
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": f"{api}/annotations",
+            },
+            "check_suite": {"id": 30},
+            "app": None,
+            "pull_requests": [],
+        }
+
     return {
         "total_count": 2,
         "check_runs": [
-            {"id": 1, "name": "test (3.11)", "status": "completed", "conclusion": "failure", "html_url": "https://x/1"},
-            {"id": 2, "name": "build", "status": "in_progress", "conclusion": None, "html_url": "https://x/2"},
+            check_run(1, "test (3.11)", "completed", "failure"),
+            check_run(2, "build", "in_progress", None),
         ],
     }
 
@@ -1138,7 +1461,7 @@ def _update_issue(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
             issue[key] = body[key]
     if "labels" in body:
         known = {lab["name"]: lab for lab in repo.labels}
-        issue["labels"] = [known.get(n, {"name": n, "color": "ededed"}) for n in body["labels"]]
+        issue["labels"] = [known.get(n) or fake.label(repo, 100 + len(known), n, "ededed") for n in body["labels"]]
     if "assignees" in body:
         issue["assignees"] = [USERS[a] for a in body["assignees"] if a in USERS]
     issue["closed_at"] = NOW if issue["state"] == "closed" else None
@@ -1160,40 +1483,70 @@ def _labels(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
 def _pull_json(fake: FakeGitHub, repo: Repo, number: int) -> dict[str, Any]:
     issue, pr = repo.issues[number], repo.pulls[number]
     head_sha, base_sha = repo.branches[pr["head"]], repo.branches[pr["base"]]
-    files, _ = fake.file_changes(fake.commits[base_sha].files, fake.commits[head_sha].files)
+    files, _ = fake.file_changes(repo, fake.commits[base_sha].files, fake.commits[head_sha].files, head_sha)
+    api = f"{API}/repos/{repo.full_name}"
+    pull = f"{api}/pulls/{number}"
+
+    def side(branch: str, sha: str) -> dict[str, Any]:
+        owner = USERS.get(repo.owner, _user(repo.owner, 99, "Organization"))
+        return {
+            "label": f"{repo.owner}:{branch}",
+            "ref": branch,
+            "sha": sha,
+            "user": owner,
+            "repo": fake.repo_json(repo),
+        }
+
     return {
-        "url": f"https://api.github.com/repos/{repo.full_name}/pulls/{number}",
+        "url": pull,
         "id": issue["id"],
+        "node_id": f"PR_{issue['id']}",
         "number": number,
         "state": issue["state"],
+        "locked": False,
         "title": issue["title"],
         "user": issue["user"],
         "body": issue["body"],
         "labels": issue["labels"],
+        "milestone": None,
+        "assignee": None,
+        "assignees": [],
         "created_at": issue["created_at"],
         "updated_at": issue["updated_at"],
         "closed_at": issue["closed_at"],
         "merged_at": NOW if pr["merged"] else None,
+        "merge_commit_sha": pr.get("merge_commit_sha"),
         "draft": pr["draft"],
         "author_association": issue["author_association"],
+        "auto_merge": None,
         "html_url": issue["html_url"],
         "diff_url": issue["html_url"] + ".diff",
-        "head": {
-            "label": f"{repo.owner}:{pr['head']}",
-            "ref": pr["head"],
-            "sha": head_sha,
-            "repo": fake.repo_json(repo),
-        },
-        "base": {
-            "label": f"{repo.owner}:{pr['base']}",
-            "ref": pr["base"],
-            "sha": base_sha,
-            "repo": fake.repo_json(repo),
-        },
+        "patch_url": issue["html_url"] + ".patch",
+        "issue_url": issue["url"],
+        "commits_url": f"{pull}/commits",
+        "review_comments_url": f"{pull}/comments",
+        "review_comment_url": f"{api}/pulls/comments{{/number}}",
+        "comments_url": issue["comments_url"],
+        "statuses_url": f"{api}/statuses/{head_sha}",
+        "_links": links(
+            self=pull,
+            html=issue["html_url"],
+            issue=issue["url"],
+            comments=issue["comments_url"],
+            review_comments=f"{pull}/comments",
+            review_comment=f"{api}/pulls/comments{{/number}}",
+            commits=f"{pull}/commits",
+            statuses=f"{api}/statuses/{head_sha}",
+        ),
+        "head": side(pr["head"], head_sha),
+        "base": side(pr["base"], base_sha),
         "requested_reviewers": [USERS["alice"]],
+        "requested_teams": [],
         "mergeable": pr["mergeable"],
         "mergeable_state": "clean" if pr["mergeable"] else "dirty",
         "merged": pr["merged"],
+        "merged_by": USERS[ME] if pr["merged"] else None,
+        "maintainer_can_modify": False,
         "comments": issue["comments"],
         "review_comments": len(repo.review_comments.get(number, [])),
         "commits": 1,
@@ -1225,7 +1578,7 @@ def _pull(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     if "diff" in h.get("accept", ""):
         pr = repo.pulls[number]
         before, after = (fake.commits[repo.branches[pr[k]]].files for k in ("base", "head"))
-        return Text(fake.file_changes(before, after)[1], "application/vnd.github.diff")
+        return Text(fake.file_changes(repo, before, after, repo.branches[pr["head"]])[1], "application/vnd.github.diff")
     return _pull_json(fake, repo, number)
 
 
@@ -1234,7 +1587,8 @@ def _pull_files(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any
     repo, number = _get_pull(fake, m)
     pr = repo.pulls[number]
     before, after = (fake.commits[repo.branches[pr[k]]].files for k in ("base", "head"))
-    return Paged(fake.file_changes(before, after)[0], f"/repositories/{repo.rid}/pulls/{number}/files")
+    files = fake.file_changes(repo, before, after, repo.branches[pr["head"]])[0]
+    return Paged(files, f"/repositories/{repo.rid}/pulls/{number}/files")
 
 
 @route("GET", R + r"/pulls/(?P<number>\d+)/reviews")
@@ -1291,6 +1645,7 @@ def _merge(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: 
     files = fake.commits[repo.branches[pr["head"]]].files
     sha = fake.commit(repo, pr["base"], body.get("commit_title") or repo.issues[number]["title"], files, author=ME)
     pr["merged"] = True
+    pr["merge_commit_sha"] = sha
     repo.issues[number]["state"] = "closed"
     return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
@@ -1299,43 +1654,93 @@ def _merge(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: 
 def _review(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo, number = _get_pull(fake, m, write=True)
     states = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
-    review = {
-        "id": 800 + next(fake._counter),
-        "user": USERS[ME],
-        "state": states[body["event"]],
-        "body": body.get("body") or "",
-        "author_association": "MEMBER",
-        "submitted_at": NOW,
-        "html_url": f"https://github.com/{repo.full_name}/pull/{number}#pullrequestreview",
-    }
+    head = repo.branches[repo.pulls[number]["head"]]
+    review = fake.review(
+        repo, number, 800 + next(fake._counter), ME, "MEMBER", states[body["event"]], body.get("body") or "", head
+    )
     repo.reviews.setdefault(number, []).append(review)
     for c in body.get("comments") or []:
         repo.review_comments.setdefault(number, []).append(
-            {
-                "id": 900 + next(fake._counter),
-                "user": USERS[ME],
-                "path": c["path"],
-                "line": c["line"],
-                "body": c["body"],
-                "author_association": "MEMBER",
-                "created_at": NOW,
-            }
+            fake.review_comment(
+                repo,
+                number,
+                900 + next(fake._counter),
+                ME,
+                "MEMBER",
+                c["path"],
+                c["line"],
+                c["body"],
+                head,
+                review["id"],
+            )
         )
     return fake._json(200, review)  # GitHub answers a new review with 200, not 201
+
+
+def _run_json(fake: FakeGitHub, repo: Repo, run: dict[str, Any]) -> dict[str, Any]:
+    """A workflow run as GitHub lists it: the stored fields, with its repository, head commit and URLs."""
+    api = f"{API}/repos/{repo.full_name}/actions/runs/{run['id']}"
+    commit = fake.commits[run["head_sha"]]
+    person = {"name": commit.author.title(), "email": f"{commit.author}@example.com"}
+    return {
+        **run,
+        "node_id": f"WFR_{run['id']}",
+        "run_number": run["id"] - 699,
+        "workflow_id": 161335,
+        "url": api,
+        "html_url": f"{WEB}/{repo.full_name}/actions/runs/{run['id']}",
+        **urls(api, "jobs logs artifacts cancel rerun"),
+        "check_suite_url": f"{API}/repos/{repo.full_name}/check-suites/{30 + run['id']}",
+        "workflow_url": f"{API}/repos/{repo.full_name}/actions/workflows/161335",
+        "updated_at": run["created_at"],
+        "pull_requests": [],
+        "head_commit": {
+            "id": commit.sha,
+            "tree_id": fake.tree_of(commit),
+            "message": commit.message,
+            "timestamp": commit.date,
+            "author": person,
+            "committer": person,
+        },
+        "repository": fake.repo_json(repo),
+        "head_repository": fake.repo_json(repo),
+    }
+
+
+def _job_json(repo: Repo, run: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """A job of a workflow run as GitHub lists it."""
+    api = f"{API}/repos/{repo.full_name}"
+    return {
+        **job,
+        "node_id": f"CR_{job['id']}",
+        "run_url": f"{api}/actions/runs/{run['id']}",
+        "head_sha": run["head_sha"],
+        "head_branch": run["head_branch"],
+        "workflow_name": run["name"],
+        "url": f"{api}/actions/jobs/{job['id']}",
+        "html_url": f"{WEB}/{repo.full_name}/actions/runs/{run['id']}/job/{job['id']}",
+        "check_run_url": f"{api}/check-runs/{job['id']}",
+        "labels": ["ubuntu-latest"],
+        "runner_id": 1,
+        "runner_name": "GitHub Actions 1",
+        "runner_group_id": 2,
+        "runner_group_name": "GitHub Actions",
+        "created_at": job["started_at"],
+    }
 
 
 @route("GET", R + r"/actions/runs")
 def _runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
     runs = [r for r in repo.runs if q.get("branch") in (None, r["head_branch"])]
-    runs = [r for r in runs if q.get("status") in (None, r["status"], r["conclusion"])]
+    runs = [_run_json(fake, repo, r) for r in runs if q.get("status") in (None, r["status"], r["conclusion"])]
     return Paged(runs, f"/repositories/{repo.rid}/actions/runs", key="workflow_runs", extra={"total_count": len(runs)})
 
 
 @route("GET", R + r"/actions/workflows/(?P<wf>[^/]+)/runs")
 def _workflow_runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    runs = [r for r in repo.runs if r["path"].endswith("/" + m["wf"])]
+    runs = [_run_json(fake, repo, r) for r in repo.runs if r["path"].endswith("/" + m["wf"])]
     if not runs:
         raise _error(404, "Not Found")
     return Paged(
@@ -1349,9 +1754,10 @@ def _workflow_runs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
 @route("GET", R + r"/actions/runs/(?P<run>\d+)/jobs")
 def _jobs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo = _get_repo(fake, m)
-    jobs = repo.jobs.get(int(m["run"]))
-    if jobs is None:
+    if int(m["run"]) not in repo.jobs:
         raise _error(404, "Not Found")
+    run = next(r for r in repo.runs if r["id"] == int(m["run"]))
+    jobs = [_job_json(repo, run, job) for job in repo.jobs[int(m["run"])]]
     return Paged(
         jobs, f"/repositories/{repo.rid}/actions/runs/{m['run']}/jobs", key="jobs", extra={"total_count": len(jobs)}
     )
@@ -1396,7 +1802,7 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
         [{**i, "score": 1.0} for i in hits],
         "/search/issues",
         key="items",
-        extra={"total_count": len(hits), "incomplete_results": False},
+        extra={"total_count": len(hits), "incomplete_results": False, "search_type": "lexical"},
     )
 
 
@@ -1404,7 +1810,11 @@ def _search_issues(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: 
 def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repos, words = _search_scope(fake, q.get("q", ""))
     if not words:
-        raise _error(422, "Validation Failed", errors=[{"message": "Must include at least one search term."}])
+        raise _error(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "Search", "field": "q", "code": "invalid", "message": "Must include a search term."}],
+        )
     hits = []
     for repo in repos:
         for path, content in sorted(fake.commits[repo.branches[repo.default_branch]].files.items()):
@@ -1414,6 +1824,9 @@ def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: An
                         "name": path.rsplit("/", 1)[-1],
                         "path": path,
                         "sha": blob_sha(content),
+                        "url": f"{API}/repos/{repo.full_name}/contents/{path}?ref={repo.branches[repo.default_branch]}",
+                        "git_url": f"{API}/repos/{repo.full_name}/git/blobs/{blob_sha(content)}",
+                        "html_url": f"{WEB}/{repo.full_name}/blob/{repo.branches[repo.default_branch]}/{path}",
                         "score": 1.0,
                         "repository": fake.repo_json(repo),
                     }
@@ -1424,7 +1837,11 @@ def _search_code(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: An
 @route("GET", r"/search/repositories")
 def _search_repos(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repos, words = _search_scope(fake, q.get("q", ""))
-    hits = [fake.repo_json(r) for r in repos if all(w in (r.full_name + " " + r.description).lower() for w in words)]
+    hits = [
+        {**fake.repo_json(r), "score": 1.0}
+        for r in repos
+        if all(w in (r.full_name + " " + r.description).lower() for w in words)
+    ]
     return Paged(
         hits, "/search/repositories", key="items", extra={"total_count": len(hits), "incomplete_results": False}
     )
@@ -1433,7 +1850,7 @@ def _search_repos(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
 @route("GET", r"/search/users")
 def _search_users(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     words = [w.lower() for w in q.get("q", "").split() if ":" not in w]
-    hits = [u for u in USERS.values() if all(w in u["login"] for w in words)]
+    hits = [{**u, "score": 1.0} for u in USERS.values() if all(w in u["login"] for w in words)]
     return Paged(hits, "/search/users", key="items", extra={"total_count": len(hits), "incomplete_results": False})
 
 

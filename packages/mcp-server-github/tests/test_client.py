@@ -298,3 +298,142 @@ async def test_a_redirect_to_a_repository_github_will_not_name_is_not_followed_u
     assert result.is_error
     assert text_of(result).startswith("GitHub redirected issues of acme/widgets to repository id 999999 and would not")
     assert [r.path for r in fake.requests] == [f"/repos/{REPO}/issues", "/repositories/999999"]
+
+
+async def test_a_write_redirected_without_a_location_header_follows_the_url_in_its_body(fake: FakeGitHub) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    fake.redirect(r"/issues/2/comments$", 307, f"/repositories/{gadgets.rid}/issues/2/comments", header=False)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool("add_issue_comment", {"repo": REPO, "number": 2, "body": "found it"})
+    assert "acme/gadgets/issues/2#issuecomment" in text_of(result)
+    assert [c["body"] for c in gadgets.comments[2]] == ["found it"]
+    assert [(r.method, r.path) for r in fake.requests] == [
+        ("POST", f"/repos/{REPO}/issues/2/comments"),
+        ("GET", f"/repositories/{gadgets.rid}"),
+        ("POST", "/repos/acme/gadgets/issues/2/comments"),
+    ]
+
+
+async def test_a_redirect_that_says_nowhere_is_explained_and_nothing_is_written(fake: FakeGitHub) -> None:
+    fake.redirect(r"/issues/2/comments$", 307, "/repos/acme/gadgets/issues/2/comments", header=False, body=False)
+    async with Client(server_for(fake)) as client:
+        before = fake.snapshot()
+        fake.reset_requests()
+        result = await client.call_tool_mcp("add_issue_comment", {"repo": REPO, "number": 2, "body": "hi"})
+    assert result.is_error
+    assert text_of(result) == (
+        "GitHub answered commenting on acme/widgets#2 with HTTP 307 (moved) without saying where; nothing was"
+        " written. Find the new name of acme/widgets (search_repositories) and use it."
+    )
+    assert [(r.method, r.path) for r in fake.requests] == [("POST", f"/repos/{REPO}/issues/2/comments")]
+    assert fake.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "repos", [pytest.param([], id="no-allow-list"), pytest.param([REPO, "acme/gadgets"], id="new-name-listed")]
+)
+async def test_a_redirect_to_a_repository_id_is_followed_under_its_new_name(fake: FakeGitHub, repos: list[str]) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    async with Client(server_for(fake, repos=repos)) as client:
+        fake.reset_requests()
+        result = await client.call_tool("list_issues", {"repo": REPO, "labels": ["bug"], "limit": 5})
+    assert [i["number"] for i in result.structured_content["items"]] == [1]
+    assert [r.path for r in fake.requests] == [
+        f"/repos/{REPO}/issues",
+        f"/repositories/{gadgets.rid}",
+        "/repos/acme/gadgets/issues",
+    ]
+    assert fake.requests[0].query == fake.requests[2].query
+
+
+async def test_a_redirect_to_a_repository_id_is_refused_when_its_new_name_is_not_listed(fake: FakeGitHub) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    async with Client(server_for(fake, repos=[REPO])) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("list_issues", {"repo": REPO, "labels": ["bug"]})
+    assert result.is_error
+    assert text_of(result).startswith(
+        "acme/widgets has moved to acme/gadgets, outside this server's allow-list (acme/widgets);"
+        " nothing was sent there."
+    )
+    # Only the question of what the id is called reached GitHub; nothing was asked of the repository itself.
+    assert [r.path for r in fake.requests] == [f"/repos/{REPO}/issues", f"/repositories/{gadgets.rid}"]
+
+
+async def test_a_search_answered_301_is_followed_with_its_query(fake: FakeGitHub) -> None:
+    fake.redirect(r"^/search/issues$", 301, "/search/issues", query=False)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool("search_issues", {"query": f"repo:{REPO} crash", "limit": 1})
+    asked, followed = fake.requests
+    assert asked.query == followed.query == {"q": f"repo:{REPO} crash is:issue", "per_page": "1"}
+    assert [i["number"] for i in result.structured_content["items"]] == [1]
+    assert result.structured_content["next_cursor"]
+
+
+async def test_a_search_redirected_to_a_wider_query_is_refused_under_an_allow_list(fake: FakeGitHub) -> None:
+    fake.redirect(r"^/search/issues$", 301, "/search/issues?q=crash+is%3Aissue", query=False)
+    async with Client(server_for(fake, repos=[REPO])) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("search_issues", {"query": "crash"})
+    assert result.is_error
+    assert "This search is not narrowed to the allow-list." in text_of(result)
+    assert [r.query["q"] for r in fake.requests] == [f"crash is:issue repo:{REPO}"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "path", "field", "what"),
+    [
+        pytest.param(
+            "create_issue",
+            {"repo": REPO, "title": "Half answered"},
+            r"/issues$",
+            "number",
+            "creating an issue in acme/widgets",
+            id="create-issue",
+        ),
+        pytest.param(
+            "merge_pull_request", {"repo": REPO, "number": 46}, r"/merge$", "sha", "merging acme/widgets#46", id="merge"
+        ),
+    ],
+)
+async def test_a_success_answer_lacking_a_documented_field_says_the_write_may_be_applied(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], path: str, field: str, what: str
+) -> None:
+    fake.omit(path, field)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    assert text_of(result) == (
+        f"GitHub's answer to {what} lacks {field}; it may have been applied all the same."
+        " Check the current state before retrying, so nothing is done twice."
+    )
+    # GitHub did apply it, once: the server neither resent the write nor claimed it done.
+    assert [r.method for r in fake.requests if r.method != "GET"] == ["POST" if tool == "create_issue" else "PUT"]
+    widgets = fake.repos[REPO]
+    if tool == "create_issue":
+        assert widgets.issues[47]["title"] == "Half answered"
+    else:
+        assert widgets.pulls[46]["merged"]
+
+
+async def test_a_followed_rename_is_said_once_in_the_tools_text(fake: FakeGitHub) -> None:
+    gadgets = fake.rename(REPO, "acme/gadgets")
+    note = "(acme/widgets has moved to acme/gadgets)\n"
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        # Two requests (the issue, its comments), each redirected: the answer says it once.
+        issue = await client.call_tool("get_issue", {"repo": REPO, "number": 1})
+        comment = await client.call_tool("add_issue_comment", {"repo": REPO, "number": 2, "body": "moved?"})
+        diff = await client.call_tool("get_pull_request_diff", {"repo": REPO, "number": 46})
+        fake.reset_requests()
+        unmoved = await client.call_tool("list_issues", {"repo": "acme/gadgets", "limit": 1})
+    for result in (issue, comment, diff):
+        assert text_of(result).startswith(note)
+        assert text_of(result).count("has moved") == 1
+    assert "Crash on start" in text_of(issue)
+    assert [c["body"] for c in gadgets.comments[2]] == ["moved?"]
+    assert "has moved" not in text_of(unmoved)
+    assert [r.path for r in fake.requests] == ["/repos/acme/gadgets/issues"]

@@ -214,11 +214,6 @@ async def test_every_answer_of_the_fake_has_githubs_operations_statuses_types_an
     assert not problems, f"{len(problems)} answers differ from GitHub's description:\n" + "\n".join(problems)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the fake still leaves out fields GitHub always sends (the *_url family, node_id, _links); when this"
-    " passes, drop this mark so the fake stays complete",
-)
 @pytest.mark.usefixtures("_installed")
 async def test_every_answer_of_the_fake_has_every_field_github_requires(fake: FakeGitHub) -> None:
     await _sweep(fake)
