@@ -184,8 +184,10 @@ def filesystem_tasks(tree: Path, anchors: bool, npm_dir: Path) -> dict[str, dict
         copy = fresh()
         mcp = McpTrack(["node", official, str(copy)])
         # No content search: the file is found by name, then read whole (its reads take head/tail, not a range).
-        found = mcp.call("search_files", {"path": str(copy), "pattern": "dependencies.py"})
-        target = next(line for line in found.splitlines() if line.endswith("server/dependencies.py"))
+        found = mcp.call("search_files", {"path": str(copy), "pattern": "**/dependencies.py"})
+        target = next((line for line in found.splitlines() if line.endswith("server/dependencies.py")), None)
+        if target is None:
+            raise RuntimeError(f"the official server's search_files found no dependencies.py: {found[:300]}")
         mcp.call("read_text_file", {"path": target})
         mcp.call("directory_tree", {"path": str(copy)})
         mcp.call("edit_file", {"path": target, "edits": [{"oldText": EDIT_OLD, "newText": EDIT_NEW}]})
