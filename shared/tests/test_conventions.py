@@ -119,3 +119,26 @@ def test_annotations_default_idempotency_from_read_only() -> None:
     writing = tool(title="Write", read_only=False, open_world=True)(write_file).annotations
     assert (reading.idempotent_hint, reading.destructive_hint) == (True, False)
     assert (writing.idempotent_hint, writing.open_world_hint) == (False, True)
+
+
+async def test_a_note_opens_the_answer_once_on_both_tracks(capsys: pytest.CaptureFixture[str]) -> None:
+    from fastmcp import Client
+    from mcp_server_core import ReferenceServer, Toolset, note_in_answer
+    from mcp_server_core.commands import ToolCommands
+
+    toolset = Toolset("moves", "A tool that follows a rename")
+
+    @toolset.tool(title="Read moved", read_only=True, open_world=False)
+    def read_moved() -> str:
+        """Use to read what moved."""
+        note_in_answer("(a has moved to b)")
+        note_in_answer("(a has moved to b)")  # a second redirect of the same call: said once
+        return "the body"
+
+    commands = ToolCommands("mcp-server-x", "X.", [toolset], skill="Use it.", enabled=None, read_only=False)
+    assert commands.main(["call", "read_moved"]) == 0
+    assert capsys.readouterr().out == "(a has moved to b)\nthe body\n"
+    async with Client(ReferenceServer("x", version="0", toolsets=[toolset])) as client:
+        answers = [await client.call_tool("read_moved", {}) for _ in range(2)]
+    # Each call collects its own notes: the second answer does not carry the first one's.
+    assert [a.content[0].text for a in answers] == ["(a has moved to b)\nthe body"] * 2  # type: ignore[union-attr]

@@ -38,6 +38,7 @@ PUBLIC = [
     "did_you_mean",
     "encode_cursor",
     "redact",
+    "note_in_answer",
     "register_secret",
     "report_progress",
     "run",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         cut_to_budget,
         decode_cursor,
         encode_cursor,
+        note_in_answer,
         take_within_budget,
         tool,
     )
@@ -65,6 +66,7 @@ _EXPORTS = {
     "decode_cursor": "conventions",
     "encode_cursor": "conventions",
     "Limit": "conventions",
+    "note_in_answer": "conventions",
     "take_within_budget": "conventions",
     "tool": "conventions",
     "Conflict": "errors",
@@ -116,6 +118,7 @@ __all__ = [
     "decode_cursor",
     "did_you_mean",
     "encode_cursor",
+    "note_in_answer",
     "redact",
     "register_secret",
     "report_progress",

@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from mcp_server_core.conventions import Media, ToolDefinition, answer_of
+from mcp_server_core.conventions import Media, ToolDefinition, answer_of, collecting_notes
 from mcp_server_core.errors import ToolFailure, did_you_mean, redact
 from mcp_server_core.toolsets import Toolset, is_dynamic, parse_toolsets
 
@@ -302,9 +302,10 @@ class ToolCommands:
 
     def _run(self, definition: ToolDefinition, arguments: dict[str, Any], *, as_json: bool) -> int:
         try:
-            result = definition.fn(**arguments)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_awaited(result))
+            with collecting_notes() as notes:
+                result = definition.fn(**arguments)
+                if inspect.isawaitable(result):
+                    result = asyncio.run(_awaited(result))
         except ToolFailure as failure:
             print(str(failure), file=sys.stderr)
             return EXIT_FAILED
@@ -315,7 +316,7 @@ class ToolCommands:
                 file=sys.stderr,
             )
             return EXIT_FAILED
-        answer = answer_of(result, definition.budget, definition.continue_hint)
+        answer = answer_of(result, definition.budget, definition.continue_hint, notes)
         if as_json:
             print(json.dumps(_json_of(answer.text, answer.structured, answer.media), ensure_ascii=False))
         else:

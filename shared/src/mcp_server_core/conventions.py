@@ -20,7 +20,9 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -43,10 +45,12 @@ __all__ = [
     "ToolDefinition",
     "answer_of",
     "call_context",
+    "collecting_notes",
     "compact_schema",
     "cut_to_budget",
     "decode_cursor",
     "encode_cursor",
+    "note_in_answer",
     "take_within_budget",
     "tool",
 ]
@@ -89,17 +93,39 @@ class Answer:
     media: Media | None = None
 
 
-def answer_of(result: Rendered | str | Media, budget: int, continue_hint: str) -> Answer:
-    """The answer a tool's result makes: the rendering cut to `budget`, beside the fields it renders."""
-    if isinstance(result, Rendered):
-        return Answer(
-            cut_to_budget(result.render(), budget, continue_hint),
-            # None fields are left out; compact_schema advertises them as optional, not nullable.
-            result.model_dump(mode="json", exclude_none=True),
-        )
+_notes: ContextVar[list[str] | None] = ContextVar("mcp_server_core_answer_notes", default=None)
+
+
+def note_in_answer(note: str) -> None:
+    """A line the current call's answer opens with, once however often it is noted: how the answer was reached
+    when the model should know (a renamed repository followed). A no-op outside a call."""
+    notes = _notes.get()
+    if notes is not None and note not in notes:
+        notes.append(note)
+
+
+@contextmanager
+def collecting_notes() -> Iterator[list[str]]:
+    """For the two tracks: the notes a tool's function makes while it runs (its worker threads included)."""
+    notes: list[str] = []
+    token = _notes.set(notes)
+    try:
+        yield notes
+    finally:
+        _notes.reset(token)
+
+
+def answer_of(result: Rendered | str | Media, budget: int, continue_hint: str, notes: Sequence[str] = ()) -> Answer:
+    """The answer a tool's result makes: the notes, then the rendering, cut to `budget`, beside its fields."""
     if isinstance(result, Media):
         return Answer(f"[{result.kind} {result.mime_type}, {len(result.data) * 3 // 4:,} bytes]", media=result)
-    return Answer(cut_to_budget(result, budget, continue_hint))
+    text = result.render() if isinstance(result, Rendered) else result
+    if notes:
+        text = "\n".join(notes) + "\n" + text
+    if isinstance(result, Rendered):
+        # None fields are left out; compact_schema advertises them as optional, not nullable.
+        return Answer(cut_to_budget(text, budget, continue_hint), result.model_dump(mode="json", exclude_none=True))
+    return Answer(cut_to_budget(text, budget, continue_hint))
 
 
 def call_context() -> Context | None:
@@ -338,10 +364,10 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
     from fastmcp.exceptions import ToolError
     from fastmcp.tools.base import ToolResult
 
-    def convert(result: Any) -> Any:
+    def convert(result: Any, notes: list[str]) -> Any:
         if not isinstance(result, Rendered | str | Media):
             return result  # already a ToolResult: a conformance fixture's hand-made content
-        answer = answer_of(result, budget, continue_hint)
+        answer = answer_of(result, budget, continue_hint, notes)
         if answer.media is not None:
             media = answer.media
             block: mcp_types.ContentBlock
@@ -366,7 +392,8 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             try:
-                return convert(await fn(*args, **kwargs))
+                with collecting_notes() as notes:
+                    return convert(await fn(*args, **kwargs), notes)
             except ToolFailure as failure:
                 raise on_wire(failure) from failure
 
@@ -375,7 +402,8 @@ def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return convert(fn(*args, **kwargs))
+            with collecting_notes() as notes:
+                return convert(fn(*args, **kwargs), notes)
         except ToolFailure as failure:
             raise on_wire(failure) from failure
 

@@ -8,16 +8,13 @@ whose hidden completions are how N+1 request patterns creep in.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import logging
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -37,6 +34,7 @@ from mcp_server_core import (
     Unavailable,
     decode_cursor,
     encode_cursor,
+    note_in_answer,
     report_progress,
     take_within_budget,
     upstream_span,
@@ -51,7 +49,6 @@ from urllib3.util.retry import Retry
 
 from mcp_server_github.allowlist import AllowList
 from mcp_server_github.settings import GitHubSettings
-from mcp_server_github.shapes import Noted
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +64,6 @@ PAGE_BYTES = 12_000
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
 PER_PAGE_MAX = 100
 """The most items GitHub sends in one page of any list."""
-_MOVES: ContextVar[list[str] | None] = ContextVar("github_moves", default=None)
-"""The renames followed during the tool call under way ("acme/widgets has moved to acme/gadgets")."""
 
 
 class BoundedRetry(Retry):
@@ -383,9 +378,7 @@ class GitHubApi:
             )
         if moved:
             logger.info("%s; following GitHub's redirect", moved)
-            moves = _MOVES.get()
-            if moves is not None and moved not in moves:
-                moves.append(moved)
+            note_in_answer(f"({moved})")  # the answer says it once: the model learns the new name
         return self.request(
             verb,
             new_path,
@@ -542,30 +535,6 @@ def path_template(path: str) -> str:
     if out[-1:] == ["contents"]:
         out.append("{path}")  # the repository's root: the same operation with an empty path
     return "/" + "/".join(out)
-
-
-def saying_moves(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` (a tool), whose text opens once with each rename it followed: "(acme/widgets has moved to
-    acme/gadgets)", so the model learns the new name from the answer, not only the log."""
-    if inspect.iscoroutinefunction(fn):
-        return fn  # the discovery tools: they send nothing to GitHub
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        moves: list[str] = []
-        token = _MOVES.set(moves)
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            _MOVES.reset(token)
-        if not moves:
-            return result
-        note = "".join(f"({move})\n" for move in moves)
-        if isinstance(result, str):
-            return note + result
-        return result.noted(note) if isinstance(result, Noted) else result
-
-    return run
 
 
 def required(data: Any, *keys: str, what: str, applied: bool = False) -> Any:

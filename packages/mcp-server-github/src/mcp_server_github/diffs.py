@@ -5,23 +5,23 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from mcp_server_core import Limit, decode_cursor, encode_cursor
+from mcp_server_core import Limit, Rendered, decode_cursor, encode_cursor
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.shapes import Noted, cursor_tail, fenced
+from mcp_server_github.shapes import cursor_tail, fenced
 
 DIFF_PAGE_BYTES = 12_000
 DIFF_MEDIA = "application/vnd.github.diff"
 DiffBytes = Annotated[Limit, Field(le=DIFF_PAGE_BYTES, description="Max bytes of diff")]
 
 
-class Diff(Noted):
+class Diff(Rendered):
     diff: str
     next_cursor: str | None = None
 
     def render(self) -> str:
-        return self._note + self.diff + cursor_tail(self.next_cursor)
+        return self.diff + cursor_tail(self.next_cursor)
 
 
 def file_section(diff: str, path: str) -> str:

@@ -14,6 +14,7 @@ from mcp_server_core import (
     Cursor,
     InvalidArgument,
     Limit,
+    Rendered,
     Toolset,
     decode_cursor,
     encode_cursor,
@@ -26,7 +27,6 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
     Item,
     Listing,
-    Noted,
     RepoName,
     compact,
     day,
@@ -44,7 +44,7 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 Ref = Annotated[str | None, Field(description="branch, tag or commit; default branch if omitted")]
 
 
-class FileContent(Noted):
+class FileContent(Rendered):
     path: str
     sha: str | None = None
     size: int | None = None
@@ -57,7 +57,7 @@ class FileContent(Noted):
     _text: str = PrivateAttr("")
 
     def render(self) -> str:
-        return self._note + self._text
+        return self._text
 
 
 class FileChange(BaseModel):

@@ -31,15 +31,7 @@ def split_repo(repo: str) -> tuple[str, str]:
 # Result classes carry no docstring: it would be sent in every outputSchema (tools/list budget).
 
 
-class Noted(Rendered):  # a result whose text may open with a note on how it was reached (a rename followed)
-    _note: str = PrivateAttr("")
-
-    def noted(self, note: str) -> Self:
-        self._note = note
-        return self
-
-
-class TextResult(Noted):  # a result whose compact text is written by the tool that made it
+class TextResult(Rendered):  # a result whose compact text is written by the tool that made it
     _text: str = PrivateAttr("")
 
     def with_text(self, text: str) -> Self:
@@ -52,7 +44,7 @@ class Listing(TextResult):  # a page of compact items
     next_cursor: str | None = None
 
     def render(self) -> str:
-        return self._note + (self._text or "Nothing found.") + cursor_tail(self.next_cursor)
+        return (self._text or "Nothing found.") + cursor_tail(self.next_cursor)
 
 
 class Item(TextResult):  # one object and a page of its parts (comments, files), with a cursor for the rest
@@ -61,7 +53,7 @@ class Item(TextResult):  # one object and a page of its parts (comments, files),
     next_cursor: str | None = None
 
     def render(self) -> str:
-        return self._note + self._text + cursor_tail(self.next_cursor)
+        return self._text + cursor_tail(self.next_cursor)
 
 
 def cursor_tail(next_cursor: str | None) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcp_server_core import ServerSpec, Toolset
@@ -21,14 +20,13 @@ if TYPE_CHECKING:
 def github_toolsets(api: GitHubApi, ref: ServerRef) -> list[Toolset]:
     """The six toolsets, the same on both tracks."""
     from mcp_server_github.actions import actions_toolset
-    from mcp_server_github.client import saying_moves
     from mcp_server_github.context import context_toolset
     from mcp_server_github.issues import issues_toolset
     from mcp_server_github.pulls import pulls_toolset
     from mcp_server_github.repos import repos_toolset
     from mcp_server_github.search import search_toolset
 
-    sets = [
+    return [
         context_toolset(api, ref),
         issues_toolset(api),
         pulls_toolset(api),
@@ -36,10 +34,6 @@ def github_toolsets(api: GitHubApi, ref: ServerRef) -> list[Toolset]:
         search_toolset(api),
         actions_toolset(api),
     ]
-    for toolset in sets:
-        # Each tool's text says when it followed a renamed repository (the wrapper keeps fn's signature).
-        toolset.tools[:] = [replace(definition, fn=saying_moves(definition.fn)) for definition in toolset.tools]
-    return sets
 
 
 @contextmanager
