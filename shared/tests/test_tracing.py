@@ -74,6 +74,10 @@ def test_otel_environment_wires_an_exporter_on_stderr_only(tmp_path: Path) -> No
     with StdioWire(argv, env=env) as wire:
         wire.initialize()
         wire.request("tools/call", {"name": "write_note", "arguments": {"name": "n", "text": ARGUMENT}})
+        # A failure whose message quotes an argument: fastmcp and the SDK record its exception on the spans.
+        failed = wire.request("tools/call", {"name": "read_note", "arguments": {"name": ARGUMENT}})["result"]
+        assert failed["isError"]
+        assert ARGUMENT in failed["content"][0]["text"]
         assert wire.close() == 0
         for line in wire.raw_lines:  # stdout stays the protocol's
             assert json.loads(line)["jsonrpc"] == "2.0"
@@ -82,3 +86,5 @@ def test_otel_environment_wires_an_exporter_on_stderr_only(tmp_path: Path) -> No
     assert '"mcp.toolset": "notes"' in stderr
     assert '"service.name": "notes-under-test"' in stderr
     assert ARGUMENT not in stderr
+    assert '"exception.type"' in stderr  # what failed stays in the trace; its message and traceback do not
+    assert "Traceback" not in stderr

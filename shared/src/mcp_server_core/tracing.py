@@ -8,7 +8,9 @@ says so and the server runs untraced. The console exporter writes to stderr: std
 
 The family adds to fastmcp's span of each tools/call what only it knows: the toolset (`mcp.toolset`), the outcome
 class (`mcp.outcome`, as in the audit trail), the failure's category and the bytes of the result. Argument values
-never become attributes.
+never become attributes, and spans leave without exception messages, stack traces or error descriptions:
+fastmcp and the MCP SDK record a failed request's exception on its span, and a failure's message may quote the
+arguments ("note 'x' not found"). The exception's type and the error status stay; the server log has the rest.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import trace
 
@@ -69,10 +71,54 @@ def configure_tracing(service_name: str, version: str) -> Callable[[], None] | N
     if "OTEL_SERVICE_NAME" in os.environ:
         resource = resource.merge(Resource.create({"service.name": os.environ["OTEL_SERVICE_NAME"]}))
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    # Duck-typed as an exporter: a subclass would need the SDK, which stays optional until here.
+    provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", _WithoutMessages(exporter))))
     trace.set_tracer_provider(provider)
     logger.info("tracing: spans go to the %s exporter", kind)
     return provider.shutdown
+
+
+def _without_messages(span: Any) -> Any:
+    """A copy of an ended span whose exception events keep their type only, and whose status no description."""
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import Status
+
+    events = [
+        Event(e.name, {k: v for k, v in (e.attributes or {}).items() if k == "exception.type"}, e.timestamp)
+        if e.name == "exception"
+        else e
+        for e in span.events
+    ]
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=span.attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=Status(span.status.status_code),
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class _WithoutMessages:
+    """The operator's exporter, handed spans without the exception text fastmcp and the SDK record on them."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def export(self, spans: Any) -> Any:
+        return self.inner.export([_without_messages(span) for span in spans])
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
 
 
 def annotate_call(toolset: str | None, outcome: str, *, category: str | None = None, size: int | None = None) -> None:
