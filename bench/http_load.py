@@ -69,9 +69,9 @@ def _peak_rss_kib(pid: int) -> int:
     return 0
 
 
-def _start_server(workers: int, port: int) -> subprocess.Popen[bytes]:
+def _start_server(workers: int, port: int, extra: list[str] | None = None) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
-    argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR"]
+    argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR", *(extra or [])]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -169,9 +169,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def run_cell(workers: int, sessions: int) -> Cell:
+def run_cell(workers: int, sessions: int, extra: list[str] | None = None) -> Cell:
     port = _free_port()
-    process = _start_server(workers, port)
+    process = _start_server(workers, port, extra)
     cell = Cell(workers, sessions)
     pids = _children(process.pid) if workers > 1 else [process.pid]
     try:
@@ -231,7 +231,68 @@ def render(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+OVERHEAD_ROUNDS = 5
+
+
+def audit_overhead() -> int:
+    """`--audit-overhead`: the same cell (1 worker, 16 sessions) with and without an audit log, taking turns,
+    beside what the metrics cost per call in this process (they are always on over HTTP)."""
+    import statistics
+    import tempfile
+    import timeit
+
+    from mcp_server_core.metrics import call_metrics
+
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for round_ in range(OVERHEAD_ROUNDS):
+            for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
+                extra = ["--audit-log", f"{folder}/audit.jsonl"] if mode == "on" else []
+                cell = run_cell(1, 16, extra)
+                if cell.errors or cell.crashed:
+                    print(f"audit {mode}: {cell.errors[:3]} {cell.crashed}", file=sys.stderr)
+                    return 1
+                rates[mode].append(len(cell.latencies) / cell.elapsed)
+                print(f"audit {mode}: {rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+    metrics = call_metrics()
+    per_call = (
+        min(
+            timeit.repeat(
+                lambda: (metrics.started("tools/call"), metrics.finished("tools/call", "run_query", "ok", None, 0.002)),
+                number=10_000,
+                repeat=5,
+            )
+        )
+        / 10_000
+    )
+    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
+    report = "\n".join(
+        [
+            "# Audit and metrics overhead on the HTTP load cell",
+            "",
+            f"`uv run python bench/http_load.py --audit-overhead` on {platform.machine()}, {os.cpu_count()} cores, "
+            f"{time.strftime('%Y-%m-%d')}: mcp-server-db, 1 worker, 16 sessions, {DURATION_S:g} s a cell, "
+            f"{OVERHEAD_ROUNDS} rounds taking turns; medians.",
+            "",
+            "| audit log | requests/s |",
+            "|---|---:|",
+            f"| off | {off:.0f} |",
+            f"| on (a file) | {on:.0f} |",
+            f"| change | {(on - off) / off * 100:+.1f}% |",
+            "",
+            f"Metrics (always on over HTTP): {per_call * 1e6:.1f} µs per call to record, in-process "
+            f"(prometheus-client, a counter, a histogram and a gauge), {per_call * off * 100:.2f}% of one core "
+            f"at {off:.0f} requests/s.",
+        ]
+    )
+    (HERE / "results-http-overhead.md").write_text(report + "\n")
+    print(report)
+    return 0
+
+
 def main() -> int:
+    if "--audit-overhead" in sys.argv[1:]:
+        return audit_overhead()
     out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
