@@ -12,6 +12,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,17 @@ def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
         [sys.executable, "-m", "skillsaw", "lint", str(skills)], capture_output=True, text=True, timeout=120
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_a_command_is_bounded_by_the_call_timeout_and_stops_its_work(tmp_path: Path) -> None:
+    """As on the MCP track: past --call-timeout-s the command fails at once and the statement is interrupted
+    (a count SQLite would take minutes over), instead of the shell waiting for it."""
+    endless = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"
+    )
+    argv = python_module("mcp_server_db", "--call-timeout-s", "1")
+    started = time.monotonic()
+    done = _run(argv, dict(os.environ), "call", "run_query", endless)
+    assert done.returncode == 1, done.stdout
+    assert "did not finish within 1 s" in done.stderr
+    assert time.monotonic() - started < 30  # minutes without the bound; seconds with it

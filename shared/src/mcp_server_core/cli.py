@@ -294,6 +294,7 @@ def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence
                 notes=spec.notes,
                 enabled=settings.toolsets,
                 read_only=settings.read_only,
+                call_timeout_s=settings.call_timeout_s,
             )
             code = commands.main(argv)
             sys.stdout.flush()

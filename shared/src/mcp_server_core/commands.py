@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import inspect
 import json
 import logging
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError, create_model
 
+from mcp_server_core.cancellation import unwatch_call, watch_call
 from mcp_server_core.conventions import Media, ToolDefinition, answer_of, collecting_notes
-from mcp_server_core.errors import ToolFailure, did_you_mean, redact
+from mcp_server_core.errors import ToolFailure, Unavailable, did_you_mean, redact
 from mcp_server_core.toolsets import Toolset, is_dynamic, parse_toolsets
 
 __all__ = [
@@ -157,6 +160,7 @@ class ToolCommands:
         notes: Sequence[str] = (),
         enabled: str | Sequence[str] | None,
         read_only: bool,
+        call_timeout_s: float | None = None,
     ) -> None:
         self.distribution = distribution
         self.summary = summary
@@ -168,6 +172,8 @@ class ToolCommands:
         # `dynamic` saves MCP context by switching toolsets on later; a command costs no context: all are on.
         self.enabled = parse_toolsets("all" if is_dynamic(enabled) else enabled, self.toolsets)
         self.read_only = read_only
+        self.call_timeout_s = call_timeout_s
+        """The longest one command's tool may take (the server's --call-timeout-s); None: no bound."""
 
     # --- what is offered: what an MCP client of the same server would see, minus the session-only tools ---------
 
@@ -300,12 +306,44 @@ class ToolCommands:
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
         return parser
 
+    def _within_deadline(self, definition: ToolDefinition, arguments: dict[str, Any]) -> Any:
+        """The tool's result, or a ToolFailure once `call_timeout_s` has passed, as on the MCP track: the call is
+        abandoned (what it waits on is cancelled: a statement, a walk) and the command exits 1 at once."""
+        abandonment, token = watch_call()
+        try:
+            if inspect.iscoroutinefunction(definition.fn):
+                finished, result = asyncio.run(
+                    _awaited_until(definition.fn(**arguments), self.call_timeout_s, abandonment)
+                )
+                if finished:
+                    return result
+            else:
+                outcome: list[Any] = []
+                # A daemon thread: a tool stuck past the deadline must not hold the command's exit.
+                worker = threading.Thread(
+                    target=contextvars.copy_context().run,
+                    args=(_capture, outcome, definition.fn, arguments),
+                    daemon=True,
+                )
+                worker.start()
+                worker.join(self.call_timeout_s)
+                if outcome:
+                    kind, value = outcome[0]
+                    if kind == "raised":
+                        raise value
+                    return value
+            abandonment.abandon()  # what the tool waits on stops too: a statement, a walk (cancellation.py)
+            after = "Retry, or ask for less." if definition.read_only else "Check its effect before running it again."
+            raise Unavailable(
+                f"{definition.name} did not finish within {self.call_timeout_s:g} s (--call-timeout-s). {after}"
+            )
+        finally:
+            unwatch_call(token)
+
     def _run(self, definition: ToolDefinition, arguments: dict[str, Any], *, as_json: bool) -> int:
         try:
             with collecting_notes() as notes:
-                result = definition.fn(**arguments)
-                if inspect.isawaitable(result):
-                    result = asyncio.run(_awaited(result))
+                result = self._within_deadline(definition, arguments)
         except ToolFailure as failure:
             print(str(failure), file=sys.stderr)
             return EXIT_FAILED
@@ -350,8 +388,23 @@ def _validated(model: type[BaseModel], arguments: list[_Argument], parsed: dict[
     return {name: getattr(validated, name) for name in type(validated).model_fields}
 
 
-async def _awaited(result: Any) -> Any:
-    return await result
+async def _awaited_until(call: Any, seconds: float | None, abandonment: Any) -> tuple[bool, Any]:
+    """(True, result), or (False, None) at the deadline, after abandoning the call first: a worker thread it
+    waits on (anyio's, which a cancel waits for) then stops too instead of holding the command's exit."""
+    task = asyncio.ensure_future(call)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if task in done:
+        return True, task.result()
+    abandonment.abandon()
+    task.cancel()
+    return False, None
+
+
+def _capture(outcome: list[Any], fn: Any, arguments: dict[str, Any]) -> None:
+    try:
+        outcome.append(("returned", fn(**arguments)))
+    except BaseException as exc:  # handed to the command's thread, which raises it there
+        outcome.append(("raised", exc))
 
 
 def _json_of(text: str, structured: dict[str, Any] | None, media: Media | None) -> Any:
