@@ -120,3 +120,25 @@ async def test_posting_where_the_bot_is_not_a_member_says_to_invite_it(fake: Fak
         result = await client.call_tool_mcp("post_message", {"channel": "C0OUTSIDE", "text": "hello?"})
     assert result.is_error
     assert "/invite" in text_of(result)
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_a_post_that_fails_on_slacks_side_is_sent_once_and_says_to_check(fake: FakeSlack, status: int) -> None:
+    # Slack may have posted before answering 5xx: a retry nobody asked for could post the message twice.
+    fake.fail("chat.postMessage", "internal_error", status=status)
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "deploy done"})
+        reread = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert result.is_error
+    assert "may have been done" in text_of(result)
+    assert "read_messages" in text_of(result)
+    assert len(fake.requests_of("chat.postMessage")) == 1
+    assert "deploy done" not in text_of(reread)
+
+
+async def test_a_read_that_fails_on_slacks_side_is_still_tried_once_more(fake: FakeSlack) -> None:
+    fake.fail("conversations.history", "internal_error", status=500)
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert not result.is_error, text_of(result)
+    assert fake.calls("conversations.history") == 2

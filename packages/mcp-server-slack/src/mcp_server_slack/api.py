@@ -25,6 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.handler import RetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -78,6 +79,35 @@ class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
             record_rate_limit_wait("slack", time.monotonic() - started)
 
 
+class _ReadsOnly(RetryHandler):
+    """A slack-sdk retry handler that never retries a write.
+
+    A 500 or a dropped connection on chat.postMessage may come after the message was posted: retrying it unasked
+    can post it twice. A write's failure tells the model to read the channel before it tries again (failures.py).
+    """
+
+    def _can_retry(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        method = request.url.rstrip("/").rsplit("/", 1)[-1]  # the Web API method is the URL's last segment
+        if method in WRITES:
+            return False
+        return super()._can_retry(state=state, request=request, response=response, error=error)
+
+
+class ReadRetryOnServerError(_ReadsOnly, ServerErrorRetryHandler):
+    """slack-sdk's one retry after a 500/503, for reads only."""
+
+
+class ReadRetryOnConnectionError(_ReadsOnly, ConnectionErrorRetryHandler):
+    """slack-sdk's one retry after a dropped connection, for reads only."""
+
+
 class SlackApi:
     """The Slack Web API as this server uses it; safe to call from several worker threads."""
 
@@ -96,9 +126,10 @@ class SlackApi:
                     timeout=settings.timeout_s,  # type: ignore[arg-type]
                     retry_handlers=[
                         BoundedRateLimitRetry(settings.max_retry_wait_s),
-                        # One more try, after slack-sdk's short backoff, for a dropped connection or a 500/503.
-                        ConnectionErrorRetryHandler(max_retry_count=1),
-                        ServerErrorRetryHandler(max_retry_count=1),
+                        # One more try of a read, after slack-sdk's short backoff, for a dropped connection or a
+                        # 500/503; never of a write, which may have been done before the failure.
+                        ReadRetryOnConnectionError(max_retry_count=1),
+                        ReadRetryOnServerError(max_retry_count=1),
                     ],
                     logger=logging.getLogger("mcp_server_slack.sdk"),
                 )
