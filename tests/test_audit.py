@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from mcp_server_core.identity import token_fingerprint
 from mcp_server_core.testing import HttpWire, StdioWire, spawn_http_server
 
 from tests.conftest import ROOT, SERVERS
@@ -83,7 +84,8 @@ def test_over_http_the_principal_is_never_the_token_and_arguments_are_opt_in(tmp
     (line,) = _lines(audit)
     assert line["transport"] == "streamable-http"
     assert line["session"]
-    assert line["principal"] != "local"
+    # The token's fingerprint, whole: a redacted "token:***" would make every caller the same principal.
+    assert line["principal"] == token_fingerprint(TOKEN)
     assert TOKEN not in audit.read_text()
     assert json.loads(line["arguments"])["name"] == "n"
 
