@@ -6,7 +6,6 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-import requests
 from mcp_server_core import Cursor, Limit, Toolset, Unavailable, report_progress
 from pydantic import Field
 
@@ -130,6 +129,8 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         if response.status == 302 and location:
             # A short-lived signed URL on GitHub's storage: no token goes with it. Only the tail is fetched.
             report_progress(1, 2, f"downloading the log of job {job_id}")
+            import requests  # here, not at start: see transport.py
+
             try:
                 blob = requests.get(location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30)
             except requests.RequestException as exc:
