@@ -33,7 +33,7 @@ from mcp_server_github.shapes import (
 
 class ReviewComment(BaseModel):
     path: str
-    line: Annotated[int, Field(ge=1)]
+    line: Number
     body: str
     side: Literal["LEFT", "RIGHT"] = "RIGHT"
 

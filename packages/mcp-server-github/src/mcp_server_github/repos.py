@@ -27,6 +27,7 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
     Item,
     Listing,
+    Number,
     RepoName,
     compact,
     day,
@@ -126,8 +127,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         repo: RepoName,
         path: Annotated[str, Field(description="file or directory; empty for the root")] = "",
         ref: Ref = None,
-        start_line: Annotated[int, Field(ge=1)] = 1,
-        end_line: Annotated[int | None, Field(ge=1)] = None,
+        start_line: Number = 1,
+        end_line: Number | None = None,
     ) -> FileContent:
         """Use to read a file (by line range) or list a directory in a repository, at any branch, tag or commit."""
         where = f"{repo}:{path or '/'}" + (f"@{ref}" if ref else "")

@@ -7,14 +7,33 @@ file contents, logs) is cleaned for structured content and fenced, with its auth
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Self
 
 from mcp_server_core import Rendered
 from mcp_server_core.untrusted import Cleaned, clean, fence
-from pydantic import Field, PrivateAttr
+from pydantic import AfterValidator, Field, PrivateAttr
 
-RepoName = Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name")]
-Number = Annotated[int, Field(ge=1)]
+_OWNER_SLASH_NAME = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def _owner_slash_name(value: str) -> str:
+    if not _OWNER_SLASH_NAME.fullmatch(value):
+        raise ValueError("name the repository as owner/name, e.g. octocat/hello-world")
+    return value
+
+
+def _positive(value: int) -> int:
+    if value < 1:
+        raise ValueError("should be 1 or more")
+    return value
+
+
+# Checked by a validator, not advertised as a pattern or a minimum: a model knows a repository as owner/name and
+# a number or line as counting from 1, and the schema words would be read again on some 35 tools in every
+# tools/list (issue 15). The check and its message reach the model all the same when it gets one wrong.
+RepoName = Annotated[str, AfterValidator(_owner_slash_name), Field(description="owner/name")]
+Number = Annotated[int, AfterValidator(_positive)]
 BODY_CHARS = 6_000
 COMMENT_CHARS = 3_000
 TITLE_CHARS = 300
