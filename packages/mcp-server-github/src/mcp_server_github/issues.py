@@ -70,15 +70,11 @@ def comment_shape(comment: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def render_comments(comments: list[dict[str, Any]], where: str) -> list[str]:
+def render_comments(comments: list[dict[str, Any]]) -> list[str]:
+    # The answer's first line names the issue, and no tool takes a comment's id (it stays in the structured
+    # content): the label keeps only what tells one comment from another, its date and author.
     return [
-        fenced(
-            c.get("body"),
-            f"comment {c.get('id')} on {where} ({said(day(c.get('created_at')))})",
-            c,
-            limit=COMMENT_CHARS,
-        )
-        for c in comments
+        fenced(c.get("body"), f"comment of {said(day(c.get('created_at')))}", c, limit=COMMENT_CHARS) for c in comments
     ]
 
 
@@ -105,7 +101,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to see a repository's issues (and PRs, marked) by state, labels or assignee, recently updated first."""
+        """Use to see a repository's issues, pull requests marked among them."""
         scope = json.dumps([state, labels, assignee, sort])
         page = api.page(
             f"/repos/{repo}/issues",
@@ -126,7 +122,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100, description="Max comments")] = 30,
         cursor: Cursor = None,
     ) -> Item:
-        """Use to read one issue (or PR conversation) with its comments; page the comments with cursor."""
+        """Use to read one issue or pull request conversation with its comments."""
         where = f"{repo}#{number}"
         issue = api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}")
         comments: list[dict[str, Any]] = []
@@ -159,9 +155,9 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             + f", opened by {item['author']} ({item['role']}) on {said(day(item.get('created')))}"
             + (f", labels: {', '.join(item['labels'])}" if item.get("labels") else "")
             + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
-            + f", {issue.get('comments') or 0} comments\n{item.get('url', '')}"
+            + f", {issue.get('comments') or 0} comments"
         )
-        parts = [head, fenced_title_and_body(issue, f"issue {where}"), *render_comments(comments, where)]
+        parts = [head, fenced_title_and_body(issue), *render_comments(comments)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
             "\n".join(parts)
         )
@@ -172,7 +168,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to find issues or PRs (add is:pr) anywhere by text and qualifiers."""
+        """Use to find issues, or pull requests with is:pr, across repositories."""
         if not any(q in query for q in ("is:issue", "is:pr", "is:pull-request", "type:issue", "type:pr")):
             query = f"{query} is:issue"
         query = api.allow.scope_search(query)
@@ -213,10 +209,10 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         body: str | None = None,
         state: Literal["open", "closed"] | None = None,
         state_reason: Literal["completed", "not_planned", "reopened"] | None = None,
-        labels: Annotated[list[str] | None, Field(description="replaces all labels")] = None,
-        assignees: Annotated[list[str] | None, Field(description="replaces all assignees")] = None,
+        labels: Annotated[list[str] | None, Field(description="replaces all")] = None,
+        assignees: Annotated[list[str] | None, Field(description="replaces all")] = None,
     ) -> str:
-        """Use to edit, close or reopen an issue, or set its labels and assignees; omitted fields stay."""
+        """Use to edit, close or reopen an issue; omitted fields stay."""
         fields = {
             "title": title,
             "body": body,

@@ -42,7 +42,7 @@ from mcp_server_github.shapes import (
 FILE_BYTES = 14_000
 RAW_MEDIA = "application/vnd.github.raw"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-Ref = Annotated[str | None, Field(description="branch, tag or commit; default branch if omitted")]
+Ref = str | None  # a branch, tag or commit; GitHub takes the default branch without one
 
 
 class FileContent(Rendered):
@@ -125,12 +125,12 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Get file contents", read_only=True, open_world=True, budget=FILE_BYTES + 2_000)
     def get_file_contents(
         repo: RepoName,
-        path: Annotated[str, Field(description="file or directory; empty for the root")] = "",
+        path: Annotated[str, Field(description="file or directory")] = "",
         ref: Ref = None,
         start_line: Number = 1,
         end_line: Number | None = None,
     ) -> FileContent:
-        """Use to read a file (by line range) or list a directory in a repository, at any branch, tag or commit."""
+        """Use to read a file (by line range) or list a directory in a repository."""
         where = f"{repo}:{path or '/'}" + (f"@{ref}" if ref else "")
         url = f"/repos/{repo}/contents/{file_path(path)}".rstrip("/")
         data = api.get(url, params={"ref": ref}, what=where)
@@ -318,7 +318,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         limit: DiffBytes = DIFF_PAGE_BYTES,
         cursor: Cursor = None,
     ) -> Diff:
-        """Use to read the changes of one commit, or between two refs (base...head), as a unified diff in pages."""
+        """Use to read the changes of a commit or between two refs as a unified diff."""
         if "..." in sha:
             base, _, head = sha.partition("...")
             path = f"/repos/{repo}/compare/{segment(base)}...{segment(head)}"
@@ -406,11 +406,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         content: str,
         message: Annotated[str, Field(min_length=1)],
         branch: str | None = None,
-        sha: Annotated[
-            str | None, Field(description="blob sha of the file being replaced (from get_file_contents)")
-        ] = None,
+        sha: Annotated[str | None, Field(description="to replace a file: its blob sha, from get_file_contents")] = None,
     ) -> str:
-        """Use to write one file in one commit; replacing a file needs its current sha, so nothing is lost unseen."""
+        """Use to write one file in one commit."""
         result = api.request(
             "PUT",
             f"/repos/{repo}/contents/{file_path(path)}",
@@ -502,7 +500,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     def create_branch(
         repo: RepoName,
         branch: Annotated[str, Field(min_length=1)],
-        from_ref: Annotated[str | None, Field(description="branch or commit sha; default branch if omitted")] = None,
+        from_ref: Annotated[str | None, Field(description="branch or commit sha")] = None,
     ) -> str:
         """Use to start a new branch from another branch or a commit."""
         source = from_ref

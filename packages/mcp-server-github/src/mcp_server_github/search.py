@@ -10,7 +10,7 @@ from pydantic import Field
 from mcp_server_github.client import GitHubApi, Page
 from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, said, split_repo
 
-Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
+Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax")]
 
 
 def search_page(

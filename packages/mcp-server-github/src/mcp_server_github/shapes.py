@@ -129,9 +129,10 @@ def fenced(
     return fence(short, what=what, author=author)
 
 
-def fenced_title_and_body(thing: dict[str, Any], what: str) -> str:
-    """An issue's or pull request's title and body, fenced together as written by its author."""
-    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", f"{what} title and body", thing)
+def fenced_title_and_body(thing: dict[str, Any]) -> str:
+    """An issue's or pull request's title and body, fenced together as written by its author (the line above
+    the fence names the issue or pull request; its link, which a model can build, is in the structured content)."""
+    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing)
 
 
 def fenced_lines(lines: list[str], what: str) -> str:
