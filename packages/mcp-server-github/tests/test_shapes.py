@@ -58,6 +58,9 @@ MALFORMED = [
     ("get_issue", {"repo": REPO, "number": 0}, "1 or more"),
     ("get_file_contents", {"repo": REPO, "path": "README.md", "start_line": 0}, "1 or more"),
     ("get_job_log", {"repo": REPO, "job_id": -3}, "1 or more"),
+    ("create_issue", {"repo": REPO, "title": ""}, "should not be empty"),
+    ("search_code", {"query": ""}, "should not be empty"),
+    ("delete_file", {"repo": REPO, "path": "README.md", "message": "", "sha": "0" * 40}, "should not be empty"),
 ]
 
 

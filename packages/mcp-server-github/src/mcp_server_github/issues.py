@@ -14,6 +14,7 @@ from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Item,
     Listing,
+    NonEmpty,
     Number,
     RepoName,
     clean_text,
@@ -186,7 +187,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create issue", read_only=False, open_world=True)
     def create_issue(
         repo: RepoName,
-        title: Annotated[str, Field(min_length=1, max_length=256)],
+        title: Annotated[NonEmpty, Field(max_length=256)],
         body: str | None = None,
         labels: list[str] | None = None,
         assignees: list[str] | None = None,
@@ -226,7 +227,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         )
 
     @toolset.tool(title="Comment on issue", read_only=False, open_world=True)
-    def add_issue_comment(repo: RepoName, number: Number, body: Annotated[str, Field(min_length=1)]) -> str:
+    def add_issue_comment(repo: RepoName, number: Number, body: NonEmpty) -> str:
         """Use to comment on an issue or pull request's conversation."""
         created = api.request(
             "POST",

@@ -15,6 +15,7 @@ from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Item,
     Listing,
+    NonEmpty,
     Number,
     RepoName,
     clean_text,
@@ -270,7 +271,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create pull request", read_only=False, open_world=True)
     def create_pull_request(
         repo: RepoName,
-        title: Annotated[str, Field(min_length=1)],
+        title: NonEmpty,
         head: Annotated[str, Field(description="branch, or owner:branch from a fork")],
         base: str,
         body: str | None = None,

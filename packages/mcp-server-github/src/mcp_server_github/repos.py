@@ -27,6 +27,7 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
     Item,
     Listing,
+    NonEmpty,
     Number,
     RepoName,
     compact,
@@ -62,7 +63,7 @@ class FileContent(Rendered):
 
 
 class FileChange(BaseModel):
-    path: Annotated[str, Field(min_length=1)]
+    path: NonEmpty
     content: str
 
 
@@ -402,9 +403,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create or update file", read_only=False, open_world=True, destructive=True, idempotent=True)
     def create_or_update_file(
         repo: RepoName,
-        path: Annotated[str, Field(min_length=1)],
+        path: NonEmpty,
         content: str,
-        message: Annotated[str, Field(min_length=1)],
+        message: NonEmpty,
         branch: str | None = None,
         sha: Annotated[str | None, Field(description="to replace a file: its blob sha, from get_file_contents")] = None,
     ) -> str:
@@ -430,8 +431,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Delete file", read_only=False, open_world=True, destructive=True)
     def delete_file(
         repo: RepoName,
-        path: Annotated[str, Field(min_length=1)],
-        message: Annotated[str, Field(min_length=1)],
+        path: NonEmpty,
+        message: NonEmpty,
         sha: Annotated[str, Field(description="blob sha of the file (from get_file_contents)")],
         branch: str | None = None,
     ) -> str:
@@ -449,7 +450,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     def push_files(
         repo: RepoName,
         branch: str,
-        message: Annotated[str, Field(min_length=1)],
+        message: NonEmpty,
         files: Annotated[list[FileChange], Field(max_length=100)] = [],  # noqa: B006 - pydantic copies defaults
         delete: Annotated[list[str], Field(max_length=100)] = [],  # noqa: B006
         expected_sha: Annotated[
@@ -499,7 +500,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create branch", read_only=False, open_world=True)
     def create_branch(
         repo: RepoName,
-        branch: Annotated[str, Field(min_length=1)],
+        branch: NonEmpty,
         from_ref: Annotated[str | None, Field(description="branch or commit sha")] = None,
     ) -> str:
         """Use to start a new branch from another branch or a commit."""

@@ -8,9 +8,9 @@ from mcp_server_core import Cursor, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
-from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, said, split_repo
+from mcp_server_github.shapes import Listing, NonEmpty, compact, fenced_lines, one_line, said, split_repo
 
-Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax")]
+Query = Annotated[NonEmpty, Field(max_length=256, description="GitHub search syntax")]
 
 
 def search_page(

@@ -23,17 +23,25 @@ def _owner_slash_name(value: str) -> str:
     return value
 
 
+def _not_empty(value: str) -> str:
+    if not value:
+        raise ValueError("should not be empty")
+    return value
+
+
 def _positive(value: int) -> int:
     if value < 1:
         raise ValueError("should be 1 or more")
     return value
 
 
-# Checked by a validator, not advertised as a pattern or a minimum: a model knows a repository as owner/name and
-# a number or line as counting from 1, and the schema words would be read again on some 35 tools in every
-# tools/list (issue 15). The check and its message reach the model all the same when it gets one wrong.
+# Checked by a validator, not advertised as a pattern or a minimum: a model knows a repository as owner/name, a
+# number or line as counting from 1 and a title, path or message as not empty, and the schema words would be read
+# again on some 35 tools in every tools/list (issue 15). The check and its message reach the model all the same
+# when it gets one wrong.
 RepoName = Annotated[str, AfterValidator(_owner_slash_name), Field(description="owner/name")]
 Number = Annotated[int, AfterValidator(_positive)]
+NonEmpty = Annotated[str, AfterValidator(_not_empty)]
 BODY_CHARS = 6_000
 COMMENT_CHARS = 3_000
 TITLE_CHARS = 300
