@@ -102,7 +102,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to see a repository's issues, pull requests marked among them."""
+        """Use to see a repository's issues (pull requests among them are marked)."""
         scope = json.dumps([state, labels, assignee, sort])
         page = api.page(
             f"/repos/{repo}/issues",
