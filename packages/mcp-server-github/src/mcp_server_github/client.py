@@ -59,6 +59,16 @@ PER_PAGE_MAX = 100
 """The most items GitHub sends in one page of any list."""
 
 
+def __getattr__(name: str) -> Any:
+    # The retry policy moved to `transport` with PyGithub; it is still importable from here (the cross-server
+    # fault tests read its bounds), and importing it here imports PyGithub only then.
+    if name == "BoundedRetry":
+        from mcp_server_github.transport import BoundedRetry
+
+        return BoundedRetry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def rate_limit_wait(headers: Mapping[str, Any]) -> float | None:
     """Seconds GitHub asks us to wait, or None when the response is no rate limit (as GitHub documents it)."""
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
