@@ -1,4 +1,4 @@
-"""What the text shows of GitHub's `null`s: a word for each, never Python's `None` (issue 16)."""
+"""What the text shows of GitHub's `null`s (issue 16), and the checks on the parameter types every tool shares."""
 
 from __future__ import annotations
 
@@ -48,3 +48,29 @@ async def test_a_draft_release_says_it_is_unpublished(fake: FakeGitHub) -> None:
         result = await client.call_tool("list_releases", {"repo": REPO})
     assert text_of(result).startswith("v2.0-rc1 unpublished prerelease draft\n")
     assert "published" not in result.structured_content["items"][0]
+
+
+# The schema no longer spells these checks out (issue 15): the validators must still stop the call before GitHub.
+MALFORMED = [
+    ("get_issue", {"repo": "widgets", "number": 1}, "owner/name"),
+    ("get_issue", {"repo": "acme/widgets/issues", "number": 1}, "owner/name"),
+    ("get_issue", {"repo": "acme/widgets\n", "number": 1}, "owner/name"),
+    ("get_issue", {"repo": REPO, "number": 0}, "1 or more"),
+    ("get_file_contents", {"repo": REPO, "path": "README.md", "start_line": 0}, "1 or more"),
+    ("get_job_log", {"repo": REPO, "job_id": -3}, "1 or more"),
+    ("create_issue", {"repo": REPO, "title": ""}, "should not be empty"),
+    ("search_code", {"query": ""}, "should not be empty"),
+    ("delete_file", {"repo": REPO, "path": "README.md", "message": "", "sha": "0" * 40}, "should not be empty"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "said"), MALFORMED, ids=[str(a) for _, a, _ in MALFORMED])
+async def test_a_malformed_repository_or_number_is_refused_before_any_request(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], said: str
+) -> None:
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    assert said in text_of(result)
+    assert fake.count() == 0

@@ -6,13 +6,12 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-import requests
 from mcp_server_core import Cursor, Limit, Toolset, Unavailable, report_progress
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
-from mcp_server_github.shapes import Listing, RepoName, compact, fenced, fenced_lines, one_line, said
+from mcp_server_github.shapes import Listing, Number, RepoName, compact, fenced, fenced_lines, one_line, said
 
 LOG_BYTES = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -76,7 +75,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="List workflow jobs", read_only=True, open_world=True)
     def list_workflow_jobs(
         repo: RepoName,
-        run_id: Annotated[int, Field(ge=1)],
+        run_id: Number,
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
@@ -119,7 +118,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Get job log", read_only=True, open_world=True, budget=LOG_BYTES + 2_000)
     def get_job_log(
         repo: RepoName,
-        job_id: Annotated[int, Field(ge=1)],
+        job_id: Number,
         tail_lines: Annotated[int, Field(ge=1, le=2000)] = 200,
     ) -> str:
         """Use to read the end of a CI job's log, where the error usually is."""
@@ -130,6 +129,8 @@ def actions_toolset(api: GitHubApi) -> Toolset:
         if response.status == 302 and location:
             # A short-lived signed URL on GitHub's storage: no token goes with it. Only the tail is fetched.
             report_progress(1, 2, f"downloading the log of job {job_id}")
+            import requests  # here, not at start: see transport.py
+
             try:
                 blob = requests.get(location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30)
             except requests.RequestException as exc:

@@ -1,4 +1,5 @@
-"""One door to GitHub: PyGithub's requester, the allow-list, conditional requests, errors, Link pagination.
+"""One door to GitHub: the allow-list, conditional requests, errors, Link pagination; PyGithub's requester
+underneath (`transport`, imported on the first request).
 
 Every tool goes through `GitHubApi.request`, so the allow-list is checked in exactly one place before any
 request leaves, GitHub's failures become the family's `ToolFailure` types in one place, and each tool call makes
@@ -17,13 +18,9 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
-import github
-import requests
-from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, RequestsResponse
 from mcp_server_core import (
     Conflict,
     InvalidArgument,
@@ -40,15 +37,12 @@ from mcp_server_core import (
     upstream_span,
 )
 from mcp_server_core.audit import audit_target
-from mcp_server_core.metrics import record_rate_limit_wait
-from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
-from urllib3.exceptions import TimeoutError as Urllib3Timeout
-from urllib3.response import BaseHTTPResponse
-from urllib3.util.retry import Retry
 
 from mcp_server_github.allowlist import AllowList
 from mcp_server_github.settings import GitHubSettings
+
+if TYPE_CHECKING:
+    from mcp_server_github.transport import Transport
 
 logger = logging.getLogger(__name__)
 
@@ -61,64 +55,18 @@ _LINK = re.compile(r'<(?P<url>[^>]+)>\s*;\s*rel="(?P<rel>[^"]+)"')
 _ETAG_ENTRIES = 256
 PAGE_BYTES = 12_000
 """About how much text one page of a list may bring (bodies count in full, up to their cut)."""
-_RETRY_STATUSES = frozenset({500, 502, 503, 504})
 PER_PAGE_MAX = 100
 """The most items GitHub sends in one page of any list."""
 
 
-class BoundedRetry(Retry):
-    """At most one retry, and only when it is cheap: never a loop, never a long sleep.
+def __getattr__(name: str) -> Any:
+    # The retry policy moved to `transport` with PyGithub; it is still importable from here (the cross-server
+    # fault tests read its bounds), and importing it here imports PyGithub only then.
+    if name == "BoundedRetry":
+        from mcp_server_github.transport import BoundedRetry
 
-    - a rate limit (403/429) whose wait (Retry-After, or X-RateLimit-Reset when the primary limit is used up)
-      is at most `max_wait` seconds is retried once after that wait; a longer one is returned at once, so the
-      model hears when to come back instead of the call hanging;
-    - a 5xx on GET is retried once; writes are not, since GitHub may have applied them.
-    """
-
-    def __init__(self, max_wait: float = 5.0, **kwargs: Any) -> None:
-        self.max_wait = max_wait
-        kwargs.setdefault("total", 1)
-        kwargs.setdefault("raise_on_status", False)
-        kwargs.setdefault("backoff_factor", 0.5)
-        kwargs.setdefault("allowed_methods", None)  # statuses: is_retry() decides per method
-        kwargs.setdefault("read", 0)  # a read timeout may follow a write GitHub applied: never resent
-        super().__init__(**kwargs)
-
-    def new(self, **kwargs: Any) -> BoundedRetry:
-        retry = super().new(**kwargs)
-        retry.max_wait = self.max_wait
-        return retry
-
-    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-        if status_code in (403, 429):
-            return True  # increment() decides from the headers whether it is a short rate limit
-        return method.upper() in ("GET", "HEAD") and status_code in _RETRY_STATUSES
-
-    def increment(
-        self,
-        method: str | None = None,
-        url: str | None = None,
-        response: BaseHTTPResponse | None = None,
-        error: Exception | None = None,
-        _pool: ConnectionPool | None = None,
-        _stacktrace: TracebackType | None = None,
-    ) -> BoundedRetry:
-        if response is not None and response.status in (403, 429):
-            wait = rate_limit_wait(response.headers)
-            if wait is None or wait > self.max_wait:
-                # Not a rate limit (a permission 403), or too long to wait: hand the response back as it is.
-                raise MaxRetryError(_pool, url or "", ResponseError(f"{response.status}, not retried"))  # type: ignore[arg-type]
-        return super().increment(method, url, response, error, _pool, _stacktrace)
-
-    def sleep(self, response: Any = None) -> None:
-        if response is not None and response.status in (403, 429):
-            wait = rate_limit_wait(response.headers)
-            if wait:
-                waited = min(wait, self.max_wait)
-                record_rate_limit_wait("github", waited)  # mcp_rate_limit_wait_seconds_total on /metrics
-                time.sleep(waited)
-            return
-        super().sleep(response)
+        return BoundedRetry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def rate_limit_wait(headers: Mapping[str, Any]) -> float | None:
@@ -150,84 +98,34 @@ class Page:
     data: Any
 
 
-class _Moved(Exception):
-    """A 301, carried past PyGithub: it would follow one itself, to the new path without the query string."""
-
-    def __init__(self, status: int, headers: dict[str, Any], text: str) -> None:
-        super().__init__(status)
-        self.status, self.headers, self.text = status, headers, text
-
-
-def _stop_at_301(response: RequestsResponse) -> RequestsResponse:
-    if response.status == 301:
-        raise _Moved(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
-    return response
-
-
-class _HttpConnection(HTTPRequestsConnectionClass):
-    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
-
-    def getresponse(self) -> RequestsResponse:
-        return _stop_at_301(super().getresponse())
-
-
-class _HttpsConnection(HTTPSRequestsConnectionClass):
-    """PyGithub's connection, except that a 301 comes back to `GitHubApi.request`, which follows it whole."""
-
-    def getresponse(self) -> RequestsResponse:
-        return _stop_at_301(super().getresponse())
-
-
 class GitHubApi:
     """PyGithub's client, reached only through `request` so every call is checked, counted and translated."""
 
     def __init__(self, settings: GitHubSettings) -> None:
-        token = settings.token.get_secret_value() if settings.token else None
+        self.settings = settings
         self.api_url = settings.api_url.rstrip("/")
         self.allow: AllowList = settings.allow_list
-        self.authenticated = token is not None
-        self.timeout_s = settings.timeout_s
-        # Built now, connected on first use: the server starts without a network call.
-        self.github = github.Github(
-            base_url=self.api_url,
-            auth=github.Auth.Token(token) if token else None,
-            timeout=settings.timeout_s,
-            retry=BoundedRetry(max_wait=settings.rate_limit_wait_s),
-            seconds_between_requests=settings.request_interval_s or None,
-            seconds_between_writes=settings.write_interval_s or None,
-            lazy=True,
-        )
+        self.authenticated = settings.token is not None
         self._origin = urlsplit(self.api_url)
-        self._connections = threading.local()  # PyGithub's connection holds one request at a time: one per thread
-        self._opened: list[HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass] = []
+        # Built on the first request: the server starts without PyGithub imported or a network call.
+        self._transport: Transport | None = None
+        self._transport_lock = threading.Lock()
         self._repository_names: dict[str, str] = {}
         self._etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
         self._etag_lock = threading.Lock()
         self._login: str | None = None
 
     def close(self) -> None:
-        self.github.close()
-        for connection in self._opened:
-            connection.close()
+        if self._transport is not None:
+            self._transport.close()
 
-    def _connection(self) -> HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass:
-        connection: HTTPRequestsConnectionClass | HTTPSRequestsConnectionClass | None = getattr(
-            self._connections, "connection", None
-        )
-        if connection is None:
-            kind = _HttpsConnection if self._origin.scheme == "https" else _HttpConnection
-            options = self.github.requester.kwargs
-            connection = kind(
-                self._origin.hostname or "",
-                self._origin.port,
-                timeout=options["timeout"],
-                retry=options["retry"],
-                pool_size=options["pool_size"],
-                verify=options["verify"],
-            )
-            self._connections.connection = connection
-            self._opened.append(connection)
-        return connection
+    def transport(self) -> Transport:
+        with self._transport_lock:
+            if self._transport is None:
+                from mcp_server_github.transport import Transport
+
+                self._transport = Transport(self.settings, self.api_url, self._origin)
+            return self._transport
 
     # --- the allow-list: one check, before anything is sent ------------------------------------------------
 
@@ -305,20 +203,9 @@ class GitHubApi:
     def _send(
         self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
     ) -> tuple[int, dict[str, Any], str]:
-        try:
-            with upstream_span("github", f"{verb} {path_template(path)}"):
-                return self.github.requester.requestJson(verb, path, query, headers, body, cnx=self._connection())
-        except _Moved as moved:
-            return moved.status, moved.headers, moved.text
-        except requests.RequestException as exc:
-            if _timed_out(exc):
-                raise Unavailable(
-                    f"GitHub at {self.api_url} did not answer within {self.timeout_s} s.", hint="Retry shortly."
-                ) from None
-            raise Unavailable(
-                f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
-                hint="Check the network or GITHUB_API_URL, then retry.",
-            ) from None
+        transport = self.transport()
+        with upstream_span("github", f"{verb} {path_template(path)}"):
+            return transport.send(verb, path, query, headers, body)
 
     def _redirected(
         self,
@@ -549,21 +436,6 @@ def required(data: Any, *keys: str, what: str, applied: bool = False) -> Any:
             hint="Check the current state before retrying, so nothing is done twice." if applied else "Retry shortly.",
         )
     return value
-
-
-def _timed_out(exc: requests.RequestException) -> bool:
-    """Whether GitHub took too long to answer, however requests words it.
-
-    requests turns a connect timeout into `Timeout` but not a read timeout: with `BoundedRetry(read=0)` an
-    answer that never comes arrives as `ConnectionError(MaxRetryError(ReadTimeoutError))`, and a body that stalls
-    after its headers as `ConnectionError(ReadTimeoutError)`. Read by type alone, a stalled GitHub was reported
-    as unreachable (issue 7). urllib3 derives `NewConnectionError` (refused, reset) from its timeout type for
-    old callers' sake; requests skips it the same way.
-    """
-    cause = exc.args[0] if exc.args else None
-    cause = getattr(cause, "reason", cause)  # MaxRetryError holds the last attempt's error
-    stalled = isinstance(cause, Urllib3Timeout) and not isinstance(cause, NewConnectionError)
-    return isinstance(exc, requests.Timeout) or stalled
 
 
 def _weight(item: Any) -> int:

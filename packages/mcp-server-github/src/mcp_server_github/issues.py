@@ -14,6 +14,7 @@ from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Item,
     Listing,
+    NonEmpty,
     Number,
     RepoName,
     clean_text,
@@ -70,15 +71,11 @@ def comment_shape(comment: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def render_comments(comments: list[dict[str, Any]], where: str) -> list[str]:
+def render_comments(comments: list[dict[str, Any]]) -> list[str]:
+    # The answer's first line names the issue, and no tool takes a comment's id (it stays in the structured
+    # content): the label keeps only what tells one comment from another, its date and author.
     return [
-        fenced(
-            c.get("body"),
-            f"comment {c.get('id')} on {where} ({said(day(c.get('created_at')))})",
-            c,
-            limit=COMMENT_CHARS,
-        )
-        for c in comments
+        fenced(c.get("body"), f"comment of {said(day(c.get('created_at')))}", c, limit=COMMENT_CHARS) for c in comments
     ]
 
 
@@ -105,7 +102,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to see a repository's issues (and PRs, marked) by state, labels or assignee, recently updated first."""
+        """Use to see a repository's issues (pull requests among them are marked)."""
         scope = json.dumps([state, labels, assignee, sort])
         page = api.page(
             f"/repos/{repo}/issues",
@@ -126,7 +123,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100, description="Max comments")] = 30,
         cursor: Cursor = None,
     ) -> Item:
-        """Use to read one issue (or PR conversation) with its comments; page the comments with cursor."""
+        """Use to read one issue or pull request conversation with its comments."""
         where = f"{repo}#{number}"
         issue = api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}")
         comments: list[dict[str, Any]] = []
@@ -159,9 +156,9 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             + f", opened by {item['author']} ({item['role']}) on {said(day(item.get('created')))}"
             + (f", labels: {', '.join(item['labels'])}" if item.get("labels") else "")
             + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
-            + f", {issue.get('comments') or 0} comments\n{item.get('url', '')}"
+            + f", {issue.get('comments') or 0} comments"
         )
-        parts = [head, fenced_title_and_body(issue, f"issue {where}"), *render_comments(comments, where)]
+        parts = [head, fenced_title_and_body(issue), *render_comments(comments)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
             "\n".join(parts)
         )
@@ -172,7 +169,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to find issues or PRs (add is:pr) anywhere by text and qualifiers."""
+        """Use to find issues, or pull requests with is:pr, across repositories."""
         if not any(q in query for q in ("is:issue", "is:pr", "is:pull-request", "type:issue", "type:pr")):
             query = f"{query} is:issue"
         query = api.allow.scope_search(query)
@@ -190,7 +187,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create issue", read_only=False, open_world=True)
     def create_issue(
         repo: RepoName,
-        title: Annotated[str, Field(min_length=1, max_length=256)],
+        title: Annotated[NonEmpty, Field(max_length=256)],
         body: str | None = None,
         labels: list[str] | None = None,
         assignees: list[str] | None = None,
@@ -213,10 +210,10 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         body: str | None = None,
         state: Literal["open", "closed"] | None = None,
         state_reason: Literal["completed", "not_planned", "reopened"] | None = None,
-        labels: Annotated[list[str] | None, Field(description="replaces all labels")] = None,
-        assignees: Annotated[list[str] | None, Field(description="replaces all assignees")] = None,
+        labels: Annotated[list[str] | None, Field(description="replaces all")] = None,
+        assignees: Annotated[list[str] | None, Field(description="replaces all")] = None,
     ) -> str:
-        """Use to edit, close or reopen an issue, or set its labels and assignees; omitted fields stay."""
+        """Use to edit, close or reopen an issue; omitted fields stay."""
         fields = {
             "title": title,
             "body": body,
@@ -230,7 +227,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         )
 
     @toolset.tool(title="Comment on issue", read_only=False, open_world=True)
-    def add_issue_comment(repo: RepoName, number: Number, body: Annotated[str, Field(min_length=1)]) -> str:
+    def add_issue_comment(repo: RepoName, number: Number, body: NonEmpty) -> str:
         """Use to comment on an issue or pull request's conversation."""
         created = api.request(
             "POST",

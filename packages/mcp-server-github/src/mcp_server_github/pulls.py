@@ -15,6 +15,7 @@ from mcp_server_github.shapes import (
     COMMENT_CHARS,
     Item,
     Listing,
+    NonEmpty,
     Number,
     RepoName,
     clean_text,
@@ -33,7 +34,7 @@ from mcp_server_github.shapes import (
 
 class ReviewComment(BaseModel):
     path: str
-    line: Annotated[int, Field(ge=1)]
+    line: Number
     body: str
     side: Literal["LEFT", "RIGHT"] = "RIGHT"
 
@@ -91,7 +92,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to see a repository's pull requests by state, base or head branch, recently updated first."""
+        """Use to see a repository's pull requests, recently updated first."""
         page = api.page(
             f"/repos/{repo}/pulls",
             params={"state": state, "base": base, "head": head, "sort": "updated", "direction": "desc"},
@@ -138,10 +139,10 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             f"{where} {said(item.get('state'))}{' draft' if item.get('draft') else ''}: {said(item.get('head'))} -> "
             f"{said(item.get('base'))} by {item['author']} ({item['role']}), {item.get('commits', '?')} commits, "
             f"+{item.get('additions', 0)} -{item.get('deletions', 0)} in {item.get('changed_files', '?')} files, "
-            f"mergeable: {item.get('mergeable_state', 'unknown')}\n{item.get('url', '')}"
+            f"mergeable: {item.get('mergeable_state', 'unknown')}"
         )
-        body = fenced_title_and_body(pr, f"pull request {where}")
-        listing = fenced_lines([file_line(f) for f in files], f"files changed by {where}")
+        body = fenced_title_and_body(pr)
+        listing = fenced_lines([file_line(f) for f in files], "files changed")
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{body}\n{listing}")
 
     @toolset.tool(title="Get pull request diff", read_only=True, open_world=True, budget=14_000)
@@ -152,7 +153,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         limit: DiffBytes = DIFF_PAGE_BYTES,
         cursor: Cursor = None,
     ) -> Diff:
-        """Use to read a pull request's changes as a unified diff, in pages, whole or for one file."""
+        """Use to read a pull request's changes as a unified diff."""
         text, next_cursor = diff_page(
             api, f"/repos/{repo}/pulls/{number}", f"diff of {repo}#{number}", file, limit, cursor
         )
@@ -165,7 +166,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100, description="Max line comments")] = 30,
         cursor: Cursor = None,
     ) -> Item:
-        """Use to read a pull request's reviews (approvals, change requests) and its comments on lines of code."""
+        """Use to read a pull request's reviews and its comments on lines of code."""
         where = f"{repo}#{number}"
         reviews: list[dict[str, Any]] = []
         if not cursor:
@@ -270,7 +271,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create pull request", read_only=False, open_world=True)
     def create_pull_request(
         repo: RepoName,
-        title: Annotated[str, Field(min_length=1)],
+        title: NonEmpty,
         head: Annotated[str, Field(description="branch, or owner:branch from a fork")],
         base: str,
         body: str | None = None,
@@ -295,7 +296,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         state: Literal["open", "closed"] | None = None,
         base: str | None = None,
     ) -> str:
-        """Use to edit a pull request's title, description or base branch, or to close or reopen it."""
+        """Use to edit, close or reopen a pull request; omitted fields stay."""
         fields = {"title": title, "body": body, "state": state, "base": base}
         return update_given_fields(
             api, f"/repos/{repo}/pulls/{number}", f"{repo}#{number}", fields, hint="title, body, state, base"
@@ -335,7 +336,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         body: str | None = None,
         comments: list[ReviewComment] | None = None,
     ) -> str:
-        """Use to approve, request changes or comment on a pull request, with optional comments on lines."""
+        """Use to approve, request changes or comment on a pull request, optionally on lines."""
         if event != "APPROVE" and not body and not comments:
             raise InvalidArgument(f"A {event} review needs a body or line comments.", hint="Say what to change.")
         review = api.request(

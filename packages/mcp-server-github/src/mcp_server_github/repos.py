@@ -27,6 +27,8 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.shapes import (
     Item,
     Listing,
+    NonEmpty,
+    Number,
     RepoName,
     compact,
     day,
@@ -41,7 +43,7 @@ from mcp_server_github.shapes import (
 FILE_BYTES = 14_000
 RAW_MEDIA = "application/vnd.github.raw"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-Ref = Annotated[str | None, Field(description="branch, tag or commit; default branch if omitted")]
+Ref = str | None  # a branch, tag or commit; GitHub takes the default branch without one
 
 
 class FileContent(Rendered):
@@ -61,7 +63,7 @@ class FileContent(Rendered):
 
 
 class FileChange(BaseModel):
-    path: Annotated[str, Field(min_length=1)]
+    path: NonEmpty
     content: str
 
 
@@ -124,12 +126,12 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Get file contents", read_only=True, open_world=True, budget=FILE_BYTES + 2_000)
     def get_file_contents(
         repo: RepoName,
-        path: Annotated[str, Field(description="file or directory; empty for the root")] = "",
+        path: Annotated[str, Field(description="file or directory")] = "",
         ref: Ref = None,
-        start_line: Annotated[int, Field(ge=1)] = 1,
-        end_line: Annotated[int | None, Field(ge=1)] = None,
+        start_line: Number = 1,
+        end_line: Number | None = None,
     ) -> FileContent:
-        """Use to read a file (by line range) or list a directory in a repository, at any branch, tag or commit."""
+        """Use to read a file (by line range) or list a directory in a repository."""
         where = f"{repo}:{path or '/'}" + (f"@{ref}" if ref else "")
         url = f"/repos/{repo}/contents/{file_path(path)}".rstrip("/")
         data = api.get(url, params={"ref": ref}, what=where)
@@ -317,7 +319,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         limit: DiffBytes = DIFF_PAGE_BYTES,
         cursor: Cursor = None,
     ) -> Diff:
-        """Use to read the changes of one commit, or between two refs (base...head), as a unified diff in pages."""
+        """Use to read the changes of a commit or between two refs as a unified diff."""
         if "..." in sha:
             base, _, head = sha.partition("...")
             path = f"/repos/{repo}/compare/{segment(base)}...{segment(head)}"
@@ -401,15 +403,13 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create or update file", read_only=False, open_world=True, destructive=True, idempotent=True)
     def create_or_update_file(
         repo: RepoName,
-        path: Annotated[str, Field(min_length=1)],
+        path: NonEmpty,
         content: str,
-        message: Annotated[str, Field(min_length=1)],
+        message: NonEmpty,
         branch: str | None = None,
-        sha: Annotated[
-            str | None, Field(description="blob sha of the file being replaced (from get_file_contents)")
-        ] = None,
+        sha: Annotated[str | None, Field(description="to replace a file: its blob sha, from get_file_contents")] = None,
     ) -> str:
-        """Use to write one file in one commit; replacing a file needs its current sha, so nothing is lost unseen."""
+        """Use to write one file in one commit."""
         result = api.request(
             "PUT",
             f"/repos/{repo}/contents/{file_path(path)}",
@@ -431,8 +431,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Delete file", read_only=False, open_world=True, destructive=True)
     def delete_file(
         repo: RepoName,
-        path: Annotated[str, Field(min_length=1)],
-        message: Annotated[str, Field(min_length=1)],
+        path: NonEmpty,
+        message: NonEmpty,
         sha: Annotated[str, Field(description="blob sha of the file (from get_file_contents)")],
         branch: str | None = None,
     ) -> str:
@@ -450,7 +450,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     def push_files(
         repo: RepoName,
         branch: str,
-        message: Annotated[str, Field(min_length=1)],
+        message: NonEmpty,
         files: Annotated[list[FileChange], Field(max_length=100)] = [],  # noqa: B006 - pydantic copies defaults
         delete: Annotated[list[str], Field(max_length=100)] = [],  # noqa: B006
         expected_sha: Annotated[
@@ -500,8 +500,8 @@ def repos_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="Create branch", read_only=False, open_world=True)
     def create_branch(
         repo: RepoName,
-        branch: Annotated[str, Field(min_length=1)],
-        from_ref: Annotated[str | None, Field(description="branch or commit sha; default branch if omitted")] = None,
+        branch: NonEmpty,
+        from_ref: Annotated[str | None, Field(description="branch or commit sha")] = None,
     ) -> str:
         """Use to start a new branch from another branch or a commit."""
         source = from_ref

@@ -8,9 +8,9 @@ from mcp_server_core import Cursor, Limit, Toolset
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
-from mcp_server_github.shapes import Listing, compact, fenced_lines, one_line, said, split_repo
+from mcp_server_github.shapes import Listing, NonEmpty, compact, fenced_lines, one_line, said, split_repo
 
-Query = Annotated[str, Field(min_length=1, max_length=256, description="GitHub search syntax with qualifiers")]
+Query = Annotated[NonEmpty, Field(max_length=256, description="GitHub search syntax")]
 
 
 def search_page(
@@ -41,7 +41,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
 
     @toolset.tool(title="Search code", read_only=True, open_world=True)
     def search_code(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
-        """Use to find files by content across repositories, e.g. 'def main language:python repo:o/r'."""
+        """Use to find files by content across repositories: 'def main language:python repo:o/r'."""
         query = api.allow.scope_search(query)
         page = search_page(api, "code", query, limit=limit, cursor=cursor, what="code search")
         items = []
@@ -59,7 +59,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
         limit: Annotated[Limit, Field(le=100)] = 30,
         cursor: Cursor = None,
     ) -> Listing:
-        """Use to find repositories by name, topic, language or stars, e.g. 'mcp server language:python'."""
+        """Use to find repositories by name, topic, language or stars: 'mcp server language:python'."""
         query = api.allow.scope_search(query)
         page = search_page(
             api,

@@ -7,14 +7,41 @@ file contents, logs) is cleaned for structured content and fenced, with its auth
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Self
 
 from mcp_server_core import Rendered
 from mcp_server_core.untrusted import Cleaned, clean, fence
-from pydantic import Field, PrivateAttr
+from pydantic import AfterValidator, Field, PrivateAttr
 
-RepoName = Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name")]
-Number = Annotated[int, Field(ge=1)]
+_OWNER_SLASH_NAME = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def _owner_slash_name(value: str) -> str:
+    if not _OWNER_SLASH_NAME.fullmatch(value):
+        raise ValueError("name the repository as owner/name, e.g. octocat/hello-world")
+    return value
+
+
+def _not_empty(value: str) -> str:
+    if not value:
+        raise ValueError("should not be empty")
+    return value
+
+
+def _positive(value: int) -> int:
+    if value < 1:
+        raise ValueError("should be 1 or more")
+    return value
+
+
+# Checked by a validator, not advertised as a pattern or a minimum: a model knows a repository as owner/name, a
+# number or line as counting from 1 and a title, path or message as not empty, and the schema words would be read
+# again on some 35 tools in every tools/list (issue 15). The check and its message reach the model all the same
+# when it gets one wrong.
+RepoName = Annotated[str, AfterValidator(_owner_slash_name), Field(description="owner/name")]
+Number = Annotated[int, AfterValidator(_positive)]
+NonEmpty = Annotated[str, AfterValidator(_not_empty)]
 BODY_CHARS = 6_000
 COMMENT_CHARS = 3_000
 TITLE_CHARS = 300
@@ -110,9 +137,10 @@ def fenced(
     return fence(short, what=what, author=author)
 
 
-def fenced_title_and_body(thing: dict[str, Any], what: str) -> str:
-    """An issue's or pull request's title and body, fenced together as written by its author."""
-    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", f"{what} title and body", thing)
+def fenced_title_and_body(thing: dict[str, Any]) -> str:
+    """An issue's or pull request's title and body, fenced together as written by its author (the line above
+    the fence names the issue or pull request; its link, which a model can build, is in the structured content)."""
+    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing)
 
 
 def fenced_lines(lines: list[str], what: str) -> str:
