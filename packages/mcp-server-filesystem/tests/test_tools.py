@@ -40,12 +40,10 @@ async def test_read_whole_file_is_exact(client: Client[Any], call: Any) -> None:
     assert text == "one\ntwo\nthree\n"
 
 
-async def test_read_line_range_says_where_it_is_and_how_to_go_on(
-    client: Client[Any], call: Any, numbered: Path
-) -> None:
+async def test_read_line_range_says_where_it_is(client: Client[Any], call: Any, numbered: Path) -> None:
     failed, text = await call(client, "read_file", path="numbered.txt", offset=10, lines=3)
     assert not failed
-    assert text == "line 10\nline 11\nline 12\n[lines 10-12 of 1,000; continue with offset=13]"
+    assert text == "line 10\nline 11\nline 12\n[lines 10-12 of 1,000]"
 
 
 async def test_negative_offset_reads_the_tail(client: Client[Any], call: Any, numbered: Path) -> None:
@@ -157,7 +155,8 @@ async def test_write_creates_parents_and_reports_the_hash(client: Client[Any], c
     failed, text = await call(client, "write_file", path="deep/er/new.txt", content="fresh\n")
     assert not failed
     assert text.startswith("created deep/er/new.txt (6 bytes")
-    assert hashlib.sha256(b"fresh\n").hexdigest()[:16] in text
+    digest = hashlib.sha256(b"fresh\n").hexdigest()
+    assert text.endswith(f"sha256 {digest[:8]})")
     assert (root / "deep" / "er" / "new.txt").read_text() == "fresh\n"
 
 
@@ -197,7 +196,8 @@ async def test_new_files_get_the_umask_mode(client: Client[Any], call: Any, root
 async def test_edit_replaces_exact_text_and_returns_a_diff(client: Client[Any], call: Any, root: Path) -> None:
     failed, text = await call(client, "edit_file", path="notes.txt", edits=[{"old_text": "two", "new_text": "2"}])
     assert not failed
-    assert "-two\n+2\n" in text
+    digest = hashlib.sha256(b"one\n2\nthree\n").hexdigest()[:8]
+    assert text == f"Edited notes.txt (sha256 {digest}):\n@@ -2 +2 @@\n-two\n+2\n"
     assert (root / "notes.txt").read_text() == "one\n2\nthree\n"
 
 

@@ -28,7 +28,7 @@ from mcp_server_core import (
 )
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, sha256_hex
+from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
@@ -156,6 +156,8 @@ class SearchResult(Rendered):
 
     def render(self) -> str:
         skipped = f", {self._skipped} binary skipped" if self._skipped else ""
+        if self._grouped and not skipped and not self.next_cursor:
+            return self._grouped  # complete, as grep's would be: a tally would only count the lines above
         tail = f"({self.matches} matching lines, {self._files_searched} files searched{skipped})"
         body = self._grouped or "No match."
         return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")
@@ -204,8 +206,8 @@ def _text_of(box: Sandbox, location: Location, offset: int, limit: int | None, m
             f"continue with offset={piece.last + 1}]"
         )
     elif not whole:
-        more = f"; continue with offset={piece.last + 1}" if piece.last < piece.total else ""
-        notes.append(f"[lines {piece.first}-{piece.last} of {piece.total:,}{more}]")
+        # Not cut: the range asked for (or the tail), so where to go on is the model's own arithmetic.
+        notes.append(f"[lines {piece.first}-{piece.last} of {piece.total:,}]")
     text = piece.text
     if notes and text and not text.endswith("\n"):
         text += "\n"
@@ -238,7 +240,7 @@ def _write(box: Sandbox, path: str, content: str, create_only: bool) -> tuple[st
     data = content.encode()
     created = box.write_atomic(location, data, create_only=create_only, make_parents=True)
     verb = "created" if created else "replaced"
-    return f"{verb} {location.shown} ({len(data):,} bytes, sha256 {sha256_hex(data)[:16]})", location, created
+    return f"{verb} {location.shown} ({len(data):,} bytes, sha256 {short_sha256(data)})", location, created
 
 
 def _edit(
@@ -257,7 +259,7 @@ def _edit(
             None,
         )
     box.write_atomic(location, outcome.data)
-    head = f"Edited {location.shown}: {len(edits)} edit(s), sha256 {sha256_hex(outcome.data)[:16]}.\n"
+    head = f"Edited {location.shown} (sha256 {short_sha256(outcome.data)}):\n"
     return head + notes + outcome.diff, location
 
 
