@@ -53,6 +53,7 @@ __all__ = [
     "note_in_answer",
     "take_within_budget",
     "tool",
+    "unadvertised",
 ]
 
 DEFAULT_BUDGET = 16_000
@@ -214,9 +215,15 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 _MAX_CURSOR = 4096
 
 
-def _unadvertised(*keywords: str) -> Callable[[dict[str, Any]], None]:
+def unadvertised(*keywords: str) -> Callable[[dict[str, Any]], None]:
     """A `json_schema_extra` that leaves `keywords` out of the advertised schema (and out of an optional's
-    branches) while pydantic still enforces them on every call: a bound for the server, not the model."""
+    branches) while pydantic still enforces them on every call: a bound for the server, not the model.
+
+        channel: Annotated[str, Field(max_length=200, json_schema_extra=unadvertised("maxLength"))]
+
+    For bounds no model comes near or infers anyway (a 200-character channel name, a limit of at least 1); one
+    that shapes what a model should write (an enum, a maximum it might exceed) stays in the schema.
+    """
 
     def drop(schema: dict[str, Any]) -> None:
         for node in [schema, *schema.get("anyOf", [])]:
@@ -229,9 +236,9 @@ def _unadvertised(*keywords: str) -> Callable[[dict[str, Any]], None]:
 # Both are advertised bare (`"cursor": {"type": "string"}`, a `limit` with its default and maximum): every
 # paged answer ends with `next_cursor=…`, so no tool needs the convention explained again, and their floors
 # (a limit of at least 1, a cursor no longer than any this server issues) are checked, not shown.
-Cursor = Annotated[str | None, Field(max_length=_MAX_CURSOR, json_schema_extra=_unadvertised("maxLength"))]
+Cursor = Annotated[str | None, Field(max_length=_MAX_CURSOR, json_schema_extra=unadvertised("maxLength"))]
 
-Limit = Annotated[int, Field(ge=1, json_schema_extra=_unadvertised("minimum"))]
+Limit = Annotated[int, Field(ge=1, json_schema_extra=unadvertised("minimum"))]
 """The family's `limit`: a tool narrows it with its own maximum, `Annotated[Limit, Field(le=500)] = 50`."""
 
 

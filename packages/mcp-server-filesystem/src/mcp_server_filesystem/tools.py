@@ -26,6 +26,7 @@ from mcp_server_core import (
     decode_cursor,
     encode_cursor,
 )
+from mcp_server_core.conventions import unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256
@@ -50,7 +51,7 @@ MAX_WRITE_CHARS = 10_000_000
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
 Offset = Annotated[int, Field(description="1-based; -N: last N lines")]
-MaxBytes = Annotated[int, Field(ge=1_000, le=200_000)]
+MaxBytes = Annotated[int, Field(ge=1_000, le=200_000, json_schema_extra=unadvertised("minimum"))]
 Everything = Annotated[bool, Field(description="Hidden, ignored too")]
 
 
@@ -555,12 +556,12 @@ def files_toolset(ws: Workspace) -> Toolset:
 
     @tool(title="Read file", read_only=True, open_world=False)
     async def read_file(
-        path: Annotated[str | list[str], Field(description="One path or a list")],
+        path: str | list[str],
         offset: Offset = 1,
         lines: int | None = None,
         max_bytes: MaxBytes = READ_BUDGET,
     ) -> str | Media:
-        """Use to read text files, whole or by line range; images and audio come as media."""
+        """Read text files, whole or by line range; images and audio come as media."""
         if lines is not None and lines < 1:
             raise InvalidArgument("lines is how many lines to read: at least 1.")
         if isinstance(path, list):
@@ -575,7 +576,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         content: str,
         create_only: bool = False,
     ) -> str:
-        """Use to create or replace a whole file (atomic; makes parents)."""
+        """Create or replace a whole file (atomic; makes parents)."""
         message, location, created = await run(_write, path, content, create_only)
         changed(location.path, created)
         return message
@@ -587,7 +588,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         dry_run: bool = False,
         expected_sha256: Annotated[str | None, Field(description="Fail unless the file has it")] = None,
     ) -> str:
-        """Use to change parts of a text file by exact old_text; returns a diff."""
+        """Change parts of a text file by exact old_text; returns a diff."""
         message, location = await run(_edit, path, edits, dry_run, expected_sha256)
         if location is not None:
             changed(location.path, False)
@@ -595,7 +596,7 @@ def files_toolset(ws: Workspace) -> Toolset:
 
     @tool(title="Create directory", read_only=False, open_world=False, idempotent=True)
     async def create_directory(path: PathArg) -> str:
-        """Use to make a directory (and parents)."""
+        """Make a directory (and parents)."""
 
         def make(box: Sandbox) -> tuple[str, Location, bool]:
             location = box.locate(path)
@@ -609,7 +610,7 @@ def files_toolset(ws: Workspace) -> Toolset:
 
     @tool(title="Move path", read_only=False, open_world=False, destructive=True)
     async def move_path(source: PathArg, destination: PathArg, overwrite: bool = False, copy: bool = False) -> str:
-        """Use to move, rename or (copy=true) copy a file or directory."""
+        """Move, rename or (copy=true) copy a file or directory."""
         if copy:
             message, dst = await run(_copy, source, destination, overwrite)
             changed(dst.path, True)
@@ -624,7 +625,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         path: PathArg,
         recursive: bool = False,
     ) -> str:
-        """Use to delete a file, symlink (not its target) or directory."""
+        """Delete a file, symlink (not its target) or directory."""
 
         def remove(box: Sandbox) -> tuple[str, Location]:
             location = box.locate(path, follow_leaf=False)
@@ -643,17 +644,17 @@ def files_toolset(ws: Workspace) -> Toolset:
         limit: Annotated[Limit, Field(le=1000)] = 200,
         cursor: Cursor = None,
     ) -> DirListing:
-        """Use to list a directory (sizes, times) or stat a file (mode, links, sha256)."""
+        """List a directory (sizes, times) or stat a file (mode, links, sha256)."""
         return await run(_list, path or ".", sort, hidden, limit, cursor)
 
     @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
     async def show_tree(
         path: PathArg | None = None,
-        depth: Annotated[int, Field(ge=1, le=20)] = 3,
-        limit: Annotated[int, Field(ge=1, le=5000)] = 500,
+        depth: Annotated[int, Field(ge=1, le=20, json_schema_extra=unadvertised("minimum"))] = 3,
+        limit: Annotated[Limit, Field(le=5000)] = 500,
         everything: Everything = False,
     ) -> str:
-        """Use to see a layout as an indented tree; no path: every root."""
+        """See a layout as an indented tree; no path: every root."""
         return await run(_tree, path, depth, limit, everything, not everything)
 
     @tool(title="Find files", read_only=True, open_world=False)
@@ -664,7 +665,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         limit: Annotated[Limit, Field(le=2000)] = 200,
         cursor: Cursor = None,
     ) -> FoundPaths:
-        """Use to find files or directories by name."""
+        """Find files or directories by name."""
         return await run(_find, pattern, path or ".", everything, not everything, limit, cursor)
 
     @tool(title="Search text", read_only=True, open_world=False)
@@ -673,13 +674,13 @@ def files_toolset(ws: Workspace) -> Toolset:
         path: PathArg | None = None,
         regex: Annotated[bool, Field(description="Python regex")] = False,
         ignore_case: bool = False,
-        context: Annotated[int, Field(ge=0, le=10)] = 0,
+        context: Annotated[int, Field(ge=0, le=10, json_schema_extra=unadvertised("minimum"))] = 0,
         glob: Annotated[str | None, Field(description="e.g. *.py")] = None,
         everything: Everything = False,
         limit: Annotated[Limit, Field(le=1000)] = 100,
         cursor: Cursor = None,
     ) -> SearchResult:
-        """Use to find lines matching text or a regex, across files."""
+        """Find lines matching text or a regex, across files."""
         return await run(
             _search,
             query,
