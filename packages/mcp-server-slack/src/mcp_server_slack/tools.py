@@ -312,11 +312,15 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             # The bounds ride along: "2h" means two hours before the first page, not before each page.
             next_position = {"c": next_slack, **bounds}
         where = f"thread {thread_ts} in {label} ({found.id}), oldest first" if thread_ts else f"{label} ({found.id})"
-        return MessagePage(
-            source=where if thread_ts else f"{where}, newest first",
-            messages=records[:shown],
-            next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        ).noted(unnamed)
+        return (
+            MessagePage(
+                source=where if thread_ts else f"{where}, newest first",
+                messages=records[:shown],
+                next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
+            )
+            .noted(unnamed)
+            .of_channel(label)
+        )
 
     @toolset.tool(title="Find users", read_only=True, open_world=True)
     def list_users(
