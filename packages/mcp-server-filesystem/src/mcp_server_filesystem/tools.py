@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
 from mcp_server_filesystem.search import Hit, compile_query, search_files
-from mcp_server_filesystem.walk import WalkOptions, walk
+from mcp_server_filesystem.walk import Entry, WalkOptions, walk
 
 if TYPE_CHECKING:
     from mcp_server_filesystem.roots import ClientRoots
@@ -380,38 +381,59 @@ def _list(box: Sandbox, path: str, sort: str, hidden: bool, limit: int, cursor: 
 
 
 def _tree(box: Sandbox, path: str | None, depth: int, limit: int, hidden: bool, gitignore: bool) -> str:
-    """Indented names, two spaces a level, `/` after directories, `@` after symlinks; no path: every root."""
+    """One line a directory, as `ls -R` groups them: its path, then its entries, `/` after a directory (with
+    `(+N)` entries at the depth limit), `@` after a symlink; no path: every root.
+
+    A line a directory rather than a line an entry, since a name costs a model fewer tokens than the newline
+    and indentation around it: a tree of fastmcp's sources to depth 2 takes a third fewer.
+    """
     if path is None:
         if not box.roots:
             raise Refused(box.roots_note)
-        starts = [(box.locate(root), f"{printable(root)}/") for root in box.roots]
-        if starts:
-            starts[0] = (starts[0][0], f"{printable(box.roots[0])}/  (relative paths start here)")
+        starts = [(box.locate(root), _one_word(printable(root)) + "/", "") for root in box.roots]
     else:
         location = box.locate(path)
-        starts = [(location, f"{location.shown}/" if location.shown != "." else "./")]
-    lines: list[str] = []
-    shown = 0
-    for location, header in starts:
-        lines.append(header)
-        entries = walk(box, location, WalkOptions(max_depth=depth, hidden=hidden, gitignore=gitignore))
-        for entry in entries:
-            if shown >= limit:
-                lines.append(
-                    f"[stopped at {limit} entries, before {printable(entry.rel)}; raise limit, lower depth, "
-                    "or show_tree a subdirectory]"
-                )
-                return "\n".join(lines)
-            indent = "  " * entry.depth
+        shown = location.shown.rstrip("/")
+        starts = [(location, "./", "")] if shown == "." else [(location, _one_word(shown) + "/", f"{shown}/")]
+    # With several roots, the first is where a relative path starts; with one there is no other place.
+    lines = [f"[relative paths start at {printable(box.roots[0])}]"] if path is None and len(starts) > 1 else []
+    listed = 0
+    for location, header, prefix in starts:
+        directories: dict[str, list[str]] = {"": []}  # walk order: each directory after its parent
+        stopped_before = None
+        for entry in walk(box, location, WalkOptions(max_depth=depth, hidden=hidden, gitignore=gitignore)):
+            if listed >= limit:
+                stopped_before = entry.rel
+                break
+            directories.setdefault(entry.rel.rpartition("/")[0], []).append(_tree_item(entry, depth))
             if entry.kind == "dir":
-                suffix = _child_count(entry.parent_fd, entry.name) if entry.depth == depth else ""
-                lines.append(f"{indent}{printable(entry.name)}/{suffix}")
-            elif entry.kind == "symlink":
-                lines.append(f"{indent}{printable(entry.name)}@")
-            else:
-                lines.append(f"{indent}{printable(entry.name)}")
-            shown += 1
+                directories.setdefault(entry.rel, [])
+            listed += 1
+        for rel, items in directories.items():
+            if rel and not items:
+                continue  # empty, at the depth limit, or all hidden: its parent's line names it
+            lines.append(" ".join([header if not rel else _one_word(f"{prefix}{printable(rel)}") + "/", *items]))
+        if stopped_before is not None:
+            lines.append(
+                f"[stopped at {limit} entries, before {printable(stopped_before)}; raise limit, lower depth, "
+                "or show_tree a subdirectory]"
+            )
+            break
     return "\n".join(lines)
+
+
+def _one_word(name: str) -> str:
+    """A name as one item of a space-separated line, however it is spelled: quoted when it holds a space."""
+    if any(char.isspace() for char in name) or name.startswith('"'):
+        return json.dumps(name, ensure_ascii=False)
+    return name
+
+
+def _tree_item(entry: Entry, depth: int) -> str:
+    name = _one_word(printable(entry.name))
+    if entry.kind == "dir":
+        return f"{name}/" + (_child_count(entry.parent_fd, entry.name) if entry.depth == depth else "")
+    return f"{name}@" if entry.kind == "symlink" else name
 
 
 def _child_count(parent_fd: int, name: str) -> str:
@@ -426,7 +448,7 @@ def _child_count(parent_fd: int, name: str) -> str:
         return ""
     finally:
         os.close(fd)
-    return f" (+{count})" if count else ""
+    return f"(+{count})" if count else ""
 
 
 def _find(
@@ -654,7 +676,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         limit: Annotated[Limit, Field(le=5000)] = 500,
         everything: Everything = False,
     ) -> str:
-        """See a layout as an indented tree; no path: every root."""
+        """See a layout: a line a directory, listing its entries; no path: every root."""
         return await run(_tree, path, depth, limit, everything, not everything)
 
     @tool(title="Find files", read_only=True, open_world=False)
