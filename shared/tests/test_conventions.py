@@ -66,8 +66,25 @@ def test_compact_schema_advertises_optional_nulls_as_plain_types() -> None:
     assert compact["properties"]["cursor"] == {"type": "string", "maxLength": 9}
     assert compact["properties"]["either"] == schema["properties"]["either"]
     assert compact["properties"]["required_nullable"] == schema["properties"]["required_nullable"]
-    assert compact["additionalProperties"] is False
-    assert "additionalProperties" not in compact_schema(schema, output=True)
+
+
+def test_compact_schema_leaves_out_what_only_the_server_enforces_or_any_model_infers() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "dry_run": {"type": "boolean", "default": False},
+            "follow": {"type": "boolean", "default": True},
+            "edit": {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False},
+        },
+        "additionalProperties": False,
+    }
+    compact = compact_schema(schema)
+    assert "additionalProperties" not in compact
+    assert "additionalProperties" not in compact["properties"]["edit"]
+    assert compact["properties"]["dry_run"] == {"type": "boolean"}
+    assert compact["properties"]["follow"] == {"type": "boolean", "default": True}
+    declared = {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert compact_schema(declared) == declared
 
 
 def test_compact_schema_drops_the_default_open_object_but_not_a_property_of_that_name() -> None:

@@ -97,6 +97,28 @@ async def test_list_notes_pages_with_a_cursor(notes: Path) -> None:
     assert seen == sorted(["groceries", "ideas", *(f"n{i}" for i in range(7))])
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("write_note", {"name": "../escape", "text": "x"}, "name"),  # the note name's pattern
+        ("list_notes", {"limit": 0}, "limit"),  # Limit's floor of 1
+        ("list_notes", {"cursor": "x" * 5_000}, "cursor"),  # Cursor's length
+        ("search_notes", {"query": ""}, "query"),
+    ],
+)
+async def test_a_bound_left_out_of_the_schema_is_still_enforced(
+    notes: Path, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    before = sorted(p.name for p in notes.parent.rglob("*"))
+    async with Client(make_server(notes)) as client:
+        advertised = {t.name: t.input_schema for t in await client.list_tools()}[tool]["properties"][field]
+        result = await client.call_tool_mcp(tool, arguments)
+    assert not {"pattern", "minimum", "maxLength", "minLength"} & set(advertised), advertised
+    assert result.is_error
+    assert f"{field}:" in result.content[0].text
+    assert sorted(p.name for p in notes.parent.rglob("*")) == before
+
+
 def test_python_m_and_the_console_script_print_the_same_config(tmp_path: Path) -> None:
     import subprocess
     import sys

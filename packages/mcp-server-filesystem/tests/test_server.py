@@ -16,7 +16,7 @@ from mcp_server_core.testing import ContractSuite, StdioWire, python_module, too
 from mcp_server_filesystem.server import build_server
 from mcp_server_filesystem.settings import FilesystemSettings
 
-BUDGET = 6_500
+BUDGET = 5_600
 SNAPSHOT = Path(__file__).with_name("tools_list.json")
 WRITERS = {"write_file", "edit_file", "create_directory", "move_path", "delete_path"}
 

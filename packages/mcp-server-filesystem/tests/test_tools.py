@@ -40,12 +40,10 @@ async def test_read_whole_file_is_exact(client: Client[Any], call: Any) -> None:
     assert text == "one\ntwo\nthree\n"
 
 
-async def test_read_line_range_says_where_it_is_and_how_to_go_on(
-    client: Client[Any], call: Any, numbered: Path
-) -> None:
+async def test_read_line_range_says_where_it_is(client: Client[Any], call: Any, numbered: Path) -> None:
     failed, text = await call(client, "read_file", path="numbered.txt", offset=10, lines=3)
     assert not failed
-    assert text == "line 10\nline 11\nline 12\n[lines 10-12 of 1,000; continue with offset=13]"
+    assert text == "line 10\nline 11\nline 12\n[lines 10-12 of 1,000]"
 
 
 async def test_negative_offset_reads_the_tail(client: Client[Any], call: Any, numbered: Path) -> None:
@@ -157,7 +155,8 @@ async def test_write_creates_parents_and_reports_the_hash(client: Client[Any], c
     failed, text = await call(client, "write_file", path="deep/er/new.txt", content="fresh\n")
     assert not failed
     assert text.startswith("created deep/er/new.txt (6 bytes")
-    assert hashlib.sha256(b"fresh\n").hexdigest()[:16] in text
+    digest = hashlib.sha256(b"fresh\n").hexdigest()
+    assert text.endswith(f"sha256 {digest[:8]})")
     assert (root / "deep" / "er" / "new.txt").read_text() == "fresh\n"
 
 
@@ -197,7 +196,8 @@ async def test_new_files_get_the_umask_mode(client: Client[Any], call: Any, root
 async def test_edit_replaces_exact_text_and_returns_a_diff(client: Client[Any], call: Any, root: Path) -> None:
     failed, text = await call(client, "edit_file", path="notes.txt", edits=[{"old_text": "two", "new_text": "2"}])
     assert not failed
-    assert "-two\n+2\n" in text
+    digest = hashlib.sha256(b"one\n2\nthree\n").hexdigest()[:8]
+    assert text == f"Edited notes.txt (sha256 {digest}):\n@@ -2 +2 @@\n-two\n+2\n"
     assert (root / "notes.txt").read_text() == "one\n2\nthree\n"
 
 
@@ -402,19 +402,28 @@ def project(root: Path) -> Path:
     return root
 
 
-async def test_tree_is_compact_indented_text_and_gitignore_aware(client: Client[Any], call: Any, project: Path) -> None:
+async def test_tree_is_a_line_a_directory_and_gitignore_aware(client: Client[Any], call: Any, project: Path) -> None:
     failed, text = await call(client, "show_tree", path=".", depth=2)
     assert not failed
-    assert text == "\n".join(
-        ["./", "  keep.log", "  notes.txt", "  src/", "    app.py", "    deep/ (+1)", "    top-only.txt"]
-    )
+    assert text == "./ keep.log notes.txt src/\nsrc/ app.py deep/(+1) top-only.txt"
+    failed, text = await call(client, "show_tree", path="src", depth=3)
+    assert not failed
+    assert text == "src/ app.py deep/ top-only.txt\nsrc/deep/ deeper/\nsrc/deep/deeper/ deepest/(+1)"
+
+
+async def test_a_tree_item_with_a_space_stays_one_item(client: Client[Any], call: Any, root: Path) -> None:
+    (root / "my notes").mkdir()
+    (root / "my notes" / "a b.txt").write_text("x")
+    failed, text = await call(client, "show_tree", path=".", depth=2)
+    assert not failed
+    assert '"my notes"/' in text.splitlines()[0]
+    assert '\n"my notes"/ "a b.txt"' in text
 
 
 async def test_tree_everything_shows_hidden_and_ignored(client: Client[Any], call: Any, project: Path) -> None:
     failed, text = await call(client, "show_tree", path="src", depth=1, everything=True)
     assert not failed
-    assert "  scratch.tmp" in text
-    assert "  .gitignore" in text
+    assert {"scratch.tmp", ".gitignore"} <= set(text.split())
 
 
 async def test_tree_stops_at_the_entry_limit_and_says_how_to_see_more(
@@ -432,8 +441,11 @@ async def test_tree_without_a_path_shows_every_root(tmp_path: Path, make_server:
     async with Client(make_server(root, second)) as client:
         failed, text = await call(client, "show_tree", depth=1)
     assert not failed
-    assert text.startswith(f"{root}/  (relative paths start here)\n")
-    assert f"{second}/\n  other.txt" in text
+    assert text.startswith(f"[relative paths start at {root}]\n{root}/ ")
+    assert f"\n{second}/ other.txt" in text
+    async with Client(make_server(root)) as client:
+        failed, text = await call(client, "show_tree", depth=1)
+    assert text.startswith(f"{root}/ ")
 
 
 # --- find_files ----------------------------------------------------------------------------------------------

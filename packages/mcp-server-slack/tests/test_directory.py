@@ -111,7 +111,7 @@ async def test_names_missing_for_a_rate_limit_are_explained_once(fake: FakeSlack
     text = text_of(cold)
     note = "name(s) shown as user IDs: Slack rate-limited the user listing (users.list); call again in 120 s"
     assert text.count(note) == 1  # once for the page, not per message
-    assert "[untrusted data: message in #busy by U00000001" in text
+    assert "[untrusted data: message by U00000001" in text
     assert "rate-limited" not in text_of(warm)
     assert "note" not in (cold.structured_content or {})  # the outputSchema stays as it was
 

@@ -158,7 +158,7 @@ def test_stdio_reads_history_and_announces_channels(fake: FakeSlack, tmp_path: P
         result = wire.request("tools/call", {"name": "read_messages", "arguments": {"channel": "#general"}})["result"]
         assert not result.get("isError"), result
         text = result["content"][0]["text"]
-        assert "[untrusted data: message in #general by @carol" in text
+        assert "[untrusted data: message by @carol" in text
         assert "Welcome @bobby! See #random." in text
         wire.wait_for_notification("notifications/resources/list_changed")
         assert wire.close() == 0

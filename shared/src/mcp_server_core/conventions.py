@@ -53,6 +53,7 @@ __all__ = [
     "note_in_answer",
     "take_within_budget",
     "tool",
+    "unadvertised",
 ]
 
 DEFAULT_BUDGET = 16_000
@@ -168,14 +169,23 @@ def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_
     return len(items)
 
 
-def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
-    """The same contract in fewer bytes: what tools/list sends, since every byte is paid for in context.
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same contract in fewer bytes: what tools/list sends, since every byte is paid for in every
+    conversation. What goes is what a model infers or never needs; the server still validates every argument
+    against the tool's full signature, so nothing dropped here loosens what a call may do.
 
     - an optional field that defaults to null is advertised as its plain type (not required, no default);
-    - output schemas drop `additionalProperties: false`, which only constrains the server;
+    - `additionalProperties: false` goes: the model writes only the properties it is shown, and an unknown
+      argument still fails at the server with an isError naming it (the contract suite proves both);
     - `additionalProperties: true` on an object is JSON Schema's default, so it goes;
-    - so does `items: {}` (any item), which some clients also warn about as a schema with no keyword.
+    - so does `items: {}` (any item), which some clients also warn about as a schema with no keyword;
+    - an optional flag's `default: false` goes: an absent flag is off, which no model needs told.
+
+    A schema that names its dialect (`$schema`) was written by hand, not made from a signature: it is sent as
+    written, every keyword kept (SEP-1613; the conformance suite checks it).
     """
+    if "$schema" in schema:
+        return schema
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -188,10 +198,10 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
             kept = [v for v in variants if v != {"type": "null"}]
             if len(kept) == 1 and len(variants) == 2:
                 node = {**{k: v for k, v in node.items() if k not in ("anyOf", "default")}, **kept[0]}
-        if output and node.get("additionalProperties") is False:
+        if node.get("type") == "object" and isinstance(node.get("additionalProperties"), bool):
             del node["additionalProperties"]
-        if node.get("type") == "object" and node.get("additionalProperties") is True:
-            del node["additionalProperties"]
+        if node.get("type") == "boolean" and node.get("default") is False:
+            del node["default"]
         if node.get("type") == "array" and node.get("items") == {}:
             del node["items"]
         return node
@@ -202,13 +212,33 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
 
 # --- pagination: `limit` and an opaque `cursor` in, `next_cursor` out -------------------------------------
 
-Cursor = Annotated[
-    str | None,
-    Field(description="next_cursor of the previous page", max_length=4096),
-]
+_MAX_CURSOR = 4096
 
 
-Limit = Annotated[int, Field(ge=1, description="Max items to return")]
+def unadvertised(*keywords: str) -> Callable[[dict[str, Any]], None]:
+    """A `json_schema_extra` that leaves `keywords` out of the advertised schema (and out of an optional's
+    branches) while pydantic still enforces them on every call: a bound for the server, not the model.
+
+        channel: Annotated[str, Field(max_length=200, json_schema_extra=unadvertised("maxLength"))]
+
+    For bounds no model comes near or infers anyway (a 200-character channel name, a limit of at least 1); one
+    that shapes what a model should write (an enum, a maximum it might exceed) stays in the schema.
+    """
+
+    def drop(schema: dict[str, Any]) -> None:
+        for node in [schema, *schema.get("anyOf", [])]:
+            for keyword in keywords:
+                node.pop(keyword, None)
+
+    return drop
+
+
+# Both are advertised bare (`"cursor": {"type": "string"}`, a `limit` with its default and maximum): every
+# paged answer ends with `next_cursor=…`, so no tool needs the convention explained again, and their floors
+# (a limit of at least 1, a cursor no longer than any this server issues) are checked, not shown.
+Cursor = Annotated[str | None, Field(max_length=_MAX_CURSOR, json_schema_extra=unadvertised("maxLength"))]
+
+Limit = Annotated[int, Field(ge=1, json_schema_extra=unadvertised("minimum"))]
 """The family's `limit`: a tool narrows it with its own maximum, `Annotated[Limit, Field(le=500)] = 50`."""
 
 

@@ -480,7 +480,7 @@ def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
     compacted = wire_tool.model_copy(
         update={
             "input_schema": compact_schema(wire_tool.input_schema),
-            "output_schema": compact_schema(wire_tool.output_schema, output=True) if wire_tool.output_schema else None,
+            "output_schema": compact_schema(wire_tool.output_schema) if wire_tool.output_schema else None,
             "annotations": annotations,
         }
     )

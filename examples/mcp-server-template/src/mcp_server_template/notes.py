@@ -27,12 +27,21 @@ from mcp_server_core import (
     did_you_mean,
     encode_cursor,
 )
+from mcp_server_core.conventions import unadvertised
 from pydantic import BaseModel, Field
 
 NOTE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 """A note name is a plain file name: no separators, no leading dot, so no path can leave the folder."""
 
-NoteName = Annotated[str, Field(pattern=NOTE_NAME, description="Note name, e.g. 'groceries'")]
+# The pattern is enforced, not advertised: the description says it in a third of the tokens.
+NoteName = Annotated[
+    str,
+    Field(
+        pattern=NOTE_NAME,
+        description="Letters, digits, _ . - (e.g. groceries)",
+        json_schema_extra=unadvertised("pattern"),
+    ),
+]
 MAX_NOTE_BYTES = 1_000_000
 
 ChangeListener = Callable[[str, str], None]
@@ -138,7 +147,7 @@ def notes_toolset(store: NoteStore) -> Toolset:
 
     @toolset.tool(title="List notes", read_only=True, open_world=False)
     def list_notes(limit: Annotated[Limit, Field(le=500)] = 50, cursor: Cursor = None) -> NoteList:
-        """Use to see which notes exist, newest names last; page with cursor."""
+        """See which notes exist, with their sizes and times."""
         names = store.names()
         start = decode_cursor(cursor, scope="list_notes")["offset"] if cursor else 0
         page = names[start : start + limit]
@@ -153,16 +162,24 @@ def notes_toolset(store: NoteStore) -> Toolset:
 
     @toolset.tool(title="Read note", read_only=True, open_world=False, continue_hint="search_notes finds a line")
     def read_note(name: NoteName) -> str:
-        """Use to read one note's full text."""
+        """Read one note's full text."""
         return store.read(name)
 
     @toolset.tool(title="Search notes", read_only=True, open_world=False)
     def search_notes(
-        query: Annotated[str, Field(min_length=1, max_length=200, description="Text to find, case-insensitive")],
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Text to find, case-insensitive",
+                json_schema_extra=unadvertised("minLength", "maxLength"),
+            ),
+        ],
         limit: Annotated[Limit, Field(le=200)] = 20,
         cursor: Cursor = None,
     ) -> SearchHits:
-        """Use to find which notes mention something; returns matching lines."""
+        """Find which notes mention something: their matching lines."""
         needle = query.casefold()
         hits = [
             f"{name}:{number}: {line.strip()}"
@@ -178,17 +195,22 @@ def notes_toolset(store: NoteStore) -> Toolset:
     @toolset.tool(title="Write note", read_only=False, open_world=False, destructive=True, idempotent=True)
     def write_note(
         name: NoteName,
-        text: Annotated[str, Field(max_length=MAX_NOTE_BYTES, description="The whole new text")],
-        overwrite: Annotated[bool, Field(description="Replace an existing note")] = False,
+        text: Annotated[
+            str,
+            Field(
+                max_length=MAX_NOTE_BYTES, description="The whole new text", json_schema_extra=unadvertised("maxLength")
+            ),
+        ],
+        overwrite: bool = False,
     ) -> WriteOutcome:
-        """Use to create a note, or replace one with overwrite=true; the write is atomic."""
+        """Create a note, or replace one with overwrite=true."""
         created = store.write(name, text, overwrite=overwrite)
         audit_target(f"note://{name}")
         return WriteOutcome(name=name, bytes=len(text.encode()), created=created)
 
     @toolset.tool(title="Delete note", read_only=False, open_world=False, destructive=True, idempotent=True)
     def delete_note(name: NoteName) -> str:
-        """Use to delete a note for good."""
+        """Delete a note for good."""
         store.delete(name)
         audit_target(f"note://{name}")
         return f"deleted {name}"

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server_filesystem.reading import decode_text, encode_text, sniff_binary
 
-__all__ = ["Edit", "EditOutcome", "apply_edits", "sha256_hex"]
+__all__ = ["Edit", "EditOutcome", "apply_edits", "sha256_hex", "short_sha256"]
 
 MAX_EDIT_BYTES = 32 * 1024 * 1024
 
@@ -39,16 +39,25 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+MIN_HASH_DIGITS = 8
+"""How much of the SHA-256 a result shows and expected_sha256 needs: enough to tell one version of a file from
+the next (a guard against a concurrent change, not against an attacker who could write the file anyway)."""
+
+
+def short_sha256(data: bytes) -> str:
+    return sha256_hex(data)[:MIN_HASH_DIGITS]
+
+
 def check_hash(data: bytes, expected: str | None, shown: str) -> None:
     if expected is None:
         return
     wanted = expected.strip().lower()
-    if len(wanted) < 8 or any(c not in "0123456789abcdef" for c in wanted):
-        raise InvalidArgument("expected_sha256 must be at least 8 hex digits of the file's SHA-256.")
-    actual = sha256_hex(data)
-    if not actual.startswith(wanted):
+    if len(wanted) < MIN_HASH_DIGITS or any(c not in "0123456789abcdef" for c in wanted):
+        raise InvalidArgument(f"expected_sha256 must be at least {MIN_HASH_DIGITS} hex digits of the file's SHA-256.")
+    if not sha256_hex(data).startswith(wanted):
         raise Conflict(
-            f"{shown!r} changed since it was read: its sha256 is now {actual[:16]}, not {wanted[:16]}.",
+            f"{shown!r} changed since it was read: its sha256 is now {short_sha256(data)}, "
+            f"not {wanted[:MIN_HASH_DIGITS]}.",
             hint="Read it again and redo the edit against what it holds now.",
         )
 
@@ -138,11 +147,10 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str) -> EditOutcome:
         text, note = fuzzy
         notes.append(note)
     before = original.replace("\r\n", "\n") if crlf_file else original
-    diff = "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{shown}", f"b/{shown}", n=2
-        )
-    )
+    # Hunks only, without context lines or the ---/+++ header: the result names the file once, and the model
+    # wrote both sides of every change itself; the @@ line numbers say where each landed.
+    hunks = difflib.unified_diff(before.splitlines(keepends=True), text.splitlines(keepends=True), n=0)
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in list(hunks)[2:])
     final = text.replace("\n", "\r\n") if crlf_file else text
     try:
         encoded = encode_text(final, decoded.encoding)

@@ -119,9 +119,10 @@ def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
     return {"user": str(user_id or ""), "author": str(user_id or "unknown")}
 
 
-def render_message(record: dict[str, Any]) -> str:
-    # The channel is named once, in the fence's label: the head line stays short on a page of a hundred.
-    head = [record.get("time") or "?", f"ts={record['ts']}", record["author"]]
+def render_message(record: dict[str, Any], *, page_channel: str | None = None) -> str:
+    # Author and channel are named once, in the fence's label (the channel not even there when the page's header
+    # names it): the head line stays short on a page of a hundred.
+    head = [record.get("time") or "?", f"ts={record['ts']}"]
     thread_ts = record.get("thread_ts")
     if record.get("replies"):
         head.append(f"thread of {record['replies']} replies")
@@ -137,18 +138,27 @@ def render_message(record: dict[str, Any]) -> str:
     if record.get("permalink"):
         head.append(str(record["permalink"]))
     body = Cleaned(record["text"], int(record.get("hidden_chars", 0)), 0)
-    where = f"message in {record['channel']}" if record.get("channel") else "message"
+    channel = record.get("channel")
+    where = f"message in {channel}" if channel and channel != page_channel else "message"
     fenced = fence(body, what=where, author=record["author"], role="bot" if record.get("bot") else None)
     return " · ".join(head) + "\n" + fenced
 
 
 def fit(records: list[dict[str, Any]], budget: int = TEXT_BUDGET) -> int:
-    """How many leading records fit in the text budget (at least one, so a page always makes progress)."""
+    """How many leading records fit in the text budget (at least one, so a page always makes progress); each
+    measured with its channel named, the longer way, so a page never outgrows the budget."""
     return take_within_budget(records, lambda record: len(render_message(record).encode()) + 1, budget)
 
 
-def page_text(header: str, records: Iterable[dict[str, Any]], next_cursor: str | None, note: str | None) -> str:
-    lines = [header, *(render_message(r) for r in records)]
+def page_text(
+    header: str,
+    records: Iterable[dict[str, Any]],
+    next_cursor: str | None,
+    note: str | None,
+    *,
+    page_channel: str | None = None,
+) -> str:
+    lines = [header, *(render_message(r, page_channel=page_channel) for r in records)]
     if note:
         lines.append(note)
     if next_cursor:
@@ -163,11 +173,17 @@ class MessagePage(Rendered):
     # For the reader of the text only (why names are missing): kept out of the outputSchema, whose every byte is
     # paid in each conversation.
     _note: str | None = PrivateAttr(None)
+    _channel: str | None = PrivateAttr(None)
 
     def noted(self, note: str | None) -> Self:
         self._note = note
         return self
 
+    def of_channel(self, label: str) -> Self:
+        """A page of one channel, which `source` names: its messages' labels need not name it again."""
+        self._channel = label
+        return self
+
     def render(self) -> str:
         header = f"{self.source}: {len(self.messages)} message(s)" if self.messages else f"{self.source}: none."
-        return page_text(header, self.messages, self.next_cursor, self._note)
+        return page_text(header, self.messages, self.next_cursor, self._note, page_channel=self._channel)

@@ -7,7 +7,9 @@ import logging
 from typing import Annotated, Any, Self
 
 from mcp_server_core import (
+    Cursor,
     InvalidArgument,
+    Limit,
     NotFound,
     Refused,
     Rendered,
@@ -16,6 +18,7 @@ from mcp_server_core import (
     encode_cursor,
     report_progress,
 )
+from mcp_server_core.conventions import unadvertised
 from mcp_server_core.untrusted import fence
 from pydantic import Field, PrivateAttr
 
@@ -28,13 +31,16 @@ __all__ = ["WritePolicy", "read_toolset", "write_toolset"]
 
 logger = logging.getLogger(__name__)
 
-# Lean schemas on purpose: tools/list is paid for in every conversation (budget 3,000 bytes, reads only).
-ChannelRef = Annotated[str, Field(description="ID or #name", max_length=200)]
-Ts = Annotated[str, Field(pattern=r"^\d{9,11}\.\d{1,6}$")]
-When = Annotated[str | None, Field(max_length=40)]
+# Lean schemas on purpose: tools/list is paid for in every conversation (budget 3,000 bytes, reads only). The
+# lengths and ts patterns below bound what the server accepts; no model comes near them, so they are enforced,
+# not advertised.
+ChannelRef = Annotated[
+    str, Field(description="ID or #name", max_length=200, json_schema_extra=unadvertised("maxLength"))
+]
+Ts = Annotated[str, Field(pattern=r"^\d{9,11}\.\d{1,6}$", json_schema_extra=unadvertised("pattern"))]
+When = Annotated[str | None, Field(max_length=40, json_schema_extra=unadvertised("maxLength"))]
 """A Slack ts, an ISO date or time, or a span back from now (2h, 7d): the tool's description says so once."""
-Page = Annotated[str | None, Field(max_length=4096)]
-"""The family's opaque cursor (next_cursor in, next_cursor out), without re-explaining it in every tool."""
+Name = Annotated[str | None, Field(max_length=200, json_schema_extra=unadvertised("maxLength"))]
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -230,12 +236,12 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
 
     @toolset.tool(title="List channels", read_only=True, open_world=True)
     def list_channels(
-        query: Annotated[str | None, Field(max_length=80)] = None,
+        query: Annotated[str | None, Field(max_length=80, json_schema_extra=unadvertised("maxLength"))] = None,
         member_only: bool = False,
-        limit: Annotated[int, Field(ge=1, le=500)] = 100,
-        cursor: Page = None,
+        limit: Annotated[Limit, Field(le=500)] = 100,
+        cursor: Cursor = None,
     ) -> ChannelList:
-        """Use to find channels and DMs by name: IDs, topic, purpose."""
+        """Find channels and DMs by name: IDs, topic, purpose."""
         scope = json.dumps([query, member_only])
         offset = _offset(cursor, scope)
         channels, complete = directory.all_channels()
@@ -259,14 +265,16 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
     @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def read_messages(
         channel: ChannelRef,
-        thread_ts: Annotated[str | None, Field(pattern=r"^\d+\.\d+$")] = None,
+        thread_ts: Annotated[
+            str | None, Field(pattern=r"^\d+\.\d+$", json_schema_extra=unadvertised("pattern"))
+        ] = None,
         oldest: When = None,
         latest: When = None,
         permalinks: bool = False,
-        limit: Annotated[int, Field(ge=1, le=200)] = 50,
-        cursor: Page = None,
+        limit: Annotated[Limit, Field(le=200)] = 50,
+        cursor: Cursor = None,
     ) -> MessagePage:
-        """Use to read a channel (newest first) or a thread; oldest/latest take a ts, ISO time or 2h/7d."""
+        """Read a channel (newest first) or a thread; oldest/latest take a ts, ISO time or 2h/7d."""
         found = directory.find_channel(channel)
         scope = json.dumps([found.id, thread_ts, oldest, latest])
         position = decode_cursor(cursor, scope=scope) if cursor else {}
@@ -304,20 +312,24 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             # The bounds ride along: "2h" means two hours before the first page, not before each page.
             next_position = {"c": next_slack, **bounds}
         where = f"thread {thread_ts} in {label} ({found.id}), oldest first" if thread_ts else f"{label} ({found.id})"
-        return MessagePage(
-            source=where if thread_ts else f"{where}, newest first",
-            messages=records[:shown],
-            next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        ).noted(unnamed)
+        return (
+            MessagePage(
+                source=where if thread_ts else f"{where}, newest first",
+                messages=records[:shown],
+                next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
+            )
+            .noted(unnamed)
+            .of_channel(label)
+        )
 
     @toolset.tool(title="Find users", read_only=True, open_world=True)
     def list_users(
-        query: Annotated[str | None, Field(max_length=200)] = None,
-        channel: Annotated[str | None, Field(max_length=200)] = None,
-        limit: Annotated[int, Field(ge=1, le=500)] = 100,
-        cursor: Page = None,
+        query: Name = None,
+        channel: Name = None,
+        limit: Annotated[Limit, Field(le=500)] = 100,
+        cursor: Cursor = None,
     ) -> UserList:
-        """Use to find people by ID, name or email, or a channel's members."""
+        """Find people by ID, name or email, or a channel's members."""
         scope = json.dumps([query, channel])
         if channel:
             return _members(directory, channel, query, limit, cursor)
@@ -352,11 +364,16 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
 
     @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def search_messages(
-        query: Annotated[str, Field(description="e.g. deploy in:#ops from:@ana", max_length=400)],
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        cursor: Page = None,
+        query: Annotated[
+            str,
+            Field(
+                description="e.g. deploy in:#ops from:@ana", max_length=400, json_schema_extra=unadvertised("maxLength")
+            ),
+        ],
+        limit: Annotated[Limit, Field(le=100)] = 20,
+        cursor: Cursor = None,
     ) -> MessagePage:
-        """Use to search messages across channels (needs a user token)."""
+        """Search messages across channels (needs a user token)."""
         api.token_kind("search.messages")  # fails at once, with the fix, when only a bot token is set
         scope = json.dumps([query, limit])
         position = decode_cursor(cursor, scope=scope) if cursor else {"page": 1, "skip": 0}
@@ -450,12 +467,12 @@ def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> T
 
     @toolset.tool(title="Post message", read_only=False, open_world=True)
     def post_message(channel: ChannelRef, text: MessageText) -> Posted:
-        """Use to post a message to an allowed channel (link previews off)."""
+        """Post a message to an allowed channel (link previews off)."""
         return post(channel, text, None)
 
     @toolset.tool(title="Reply in thread", read_only=False, open_world=True)
     def reply_to_thread(channel: ChannelRef, thread_ts: Ts, text: MessageText, also_to_channel: bool = False) -> Posted:
-        """Use to reply in a thread in an allowed channel."""
+        """Reply in a thread in an allowed channel."""
         return post(channel, text, thread_ts, also_to_channel)
 
     @toolset.tool(title="Add reaction", read_only=False, open_world=True, idempotent=True)
@@ -464,7 +481,7 @@ def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> T
         ts: Ts,
         emoji: Annotated[str, Field(description="emoji name, e.g. thumbsup", pattern=r"^:?[a-z0-9_+\-']+:?$")],
     ) -> Reacted:
-        """Use to add an emoji reaction to a message in an allowed channel."""
+        """Add an emoji reaction to a message in an allowed channel."""
         found = policy.check_channel(channel)
         name = emoji.strip(":")
         data = api.call("reactions.add", channel=found.id, timestamp=ts, name=name, tolerate={"already_reacted"})

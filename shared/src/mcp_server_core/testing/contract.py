@@ -119,7 +119,8 @@ class ContractSuite:
             if "limit" in properties:
                 limit = properties["limit"]
                 assert limit.get("type") == "integer", tool.name
-                assert limit.get("minimum", 0) >= 1, f"{tool.name}: limit needs a minimum of 1"
+                # The server enforces limit >= 1 unadvertised; a smaller minimum shown would be wrong.
+                assert limit.get("minimum", 1) >= 1, f"{tool.name}: limit's minimum is 1"
                 assert "maximum" in limit, f"{tool.name}: limit needs a maximum"
             if "cursor" in properties:
                 assert "limit" in properties, f"{tool.name} pages with cursor but has no limit"
@@ -176,6 +177,17 @@ class ContractSuite:
         text = _text(result)
         assert field in text, text
         assert "https://" not in text, f"pydantic's links are noise to a model: {text}"
+
+    async def test_an_unknown_argument_is_a_tool_error_naming_it(self, client: Client[Any]) -> None:
+        """Schemas are advertised without `additionalProperties: false`: the server, not the hint, refuses."""
+        tool, field = await _tool_with_required_argument(client)
+        listed = {t.name: t for t in await client.list_tools()}
+        assert "additionalProperties" not in listed[tool].input_schema
+        result = await client.call_tool_mcp(tool, {field: "x", "no_such_argument": 1})
+        assert result.is_error
+        text = _text(result)
+        assert "no_such_argument" in text, text
+        assert "Unexpected keyword argument" in text, text
 
     async def test_failing_calls_are_tool_errors_and_change_nothing(
         self, server: ReferenceServer, client: Client[Any]
