@@ -6,18 +6,25 @@ description says in one sentence when to use the commands, and the body lists ea
 the exit codes and the safety notes. The format's rules are checked here, so a generated skill is valid:
 a name of 1-64 lowercase letters, digits and single hyphens that is also the folder's name, a description of
 1-1024 characters.
+
+`serve_skill` serves the same text over MCP through fastmcp's skills provider: `skill://NAME/SKILL.md` as a
+resource, and `skills/list` / `skills/get` for hosts that speak the Skills extension (SEP-2640). One generator,
+so what a host reads over MCP is byte for byte what `mcp-server-X skill` writes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
     from mcp_server_core.commands import ToolCommands
 
-__all__ = ["check_skill_fields", "skill_markdown", "write_skill"]
+__all__ = ["check_skill_fields", "serve_skill", "skill_markdown", "write_skill"]
 
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAME, MAX_DESCRIPTION = 64, 1024
@@ -77,6 +84,23 @@ def write_skill(commands: ToolCommands, folder: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(skill_markdown(commands), encoding="utf-8")
     return path
+
+
+def serve_skill(server: FastMCP[Any], commands: Callable[[], ToolCommands]) -> None:
+    """Serve the skill of `commands()` on `server`, generated at the first request that asks for it: building
+    every tool's argument model is work a start-up should not pay for, and most sessions never ask."""
+    from fastmcp.skills import Skill
+    from fastmcp.skills.provider import SkillCatalogProvider
+
+    generated: list[Skill] = []
+
+    class _GeneratedSkill(SkillCatalogProvider):
+        async def load_skills(self) -> list[Skill]:
+            if not generated:
+                generated.append(Skill.from_files({"SKILL.md": skill_markdown(commands())}))
+            return generated
+
+    server.add_provider(_GeneratedSkill())
 
 
 def _yaml_text(text: str) -> str:
