@@ -24,6 +24,7 @@ import json
 import logging
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -58,7 +59,11 @@ def argument_model(definition: ToolDefinition) -> type[BaseModel]:
     for name, parameter in inspect.signature(definition.fn, eval_str=True).parameters.items():
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[name] = (parameter.annotation, default)
-    model: type[BaseModel] = create_model(f"{definition.name}_arguments", **fields)
+    with warnings.catch_warnings():
+        # An argument may share a BaseModel method's name (move_path's `copy`); this model only validates, and a
+        # validated value is read back as an attribute, where the field wins over the method.
+        warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
+        model: type[BaseModel] = create_model(f"{definition.name}_arguments", **fields)
     return model
 
 

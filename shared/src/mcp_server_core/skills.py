@@ -15,7 +15,7 @@ so what a host reads over MCP is byte for byte what `mcp-server-X skill` writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,7 @@ def write_skill(commands: ToolCommands, folder: str | Path) -> Path:
 def serve_skill(server: FastMCP[Any], commands: Callable[[], ToolCommands]) -> None:
     """Serve the skill of `commands()` on `server`, generated at the first request that asks for it: building
     every tool's argument model is work a start-up should not pay for, and most sessions never ask."""
+    from fastmcp.resources.base import Resource
     from fastmcp.skills import Skill
     from fastmcp.skills.provider import SkillCatalogProvider
 
@@ -99,6 +100,17 @@ def serve_skill(server: FastMCP[Any], commands: Callable[[], ToolCommands]) -> N
             if not generated:
                 generated.append(Skill.from_files({"SKILL.md": skill_markdown(commands())}))
             return generated
+
+        async def _list_resources(self) -> Sequence[Resource]:
+            # The `_manifest` listing is for clients without the Skills extension, which read it by its URI; as a
+            # listed resource it is ~45 more tokens wherever a host shows resources/list to the model.
+            listed = await super()._list_resources()
+            return [resource for resource in listed if not str(resource.uri).endswith("/_manifest")]
+
+        async def get_tasks(self) -> list[Any]:
+            # Asked at start-up, before the first answer; the default lists every resource, which would generate
+            # the skill there. A skill's files are never background tasks.
+            return []
 
     server.add_provider(_GeneratedSkill())
 
