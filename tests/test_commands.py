@@ -195,6 +195,22 @@ def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
+def test_a_skill_details_the_default_toolsets_and_names_the_rest(tmp_path: Path, github_fake: Any) -> None:
+    """The body is read whole into the model's context: a line each for the default toolsets' commands; the
+    commands of a toolset the user turned on are named, and a toolset that is off is named with how to turn it on."""
+    argv, env = _launch("github", tmp_path, github_fake)
+    default = _run(argv, env, "skill").stdout
+    everything = _run([*argv, "--toolsets", "all"], env, "skill").stdout
+    detailed = re.compile(r"^- `call ([^\s`]+)", re.M)
+    assert detailed.findall(everything) == detailed.findall(default)
+    assert "get_pull_request" not in detailed.findall(everything)
+    assert re.search(r"^- pull_requests: list_pull_requests, get_pull_request, ", everything, re.M)
+    assert re.search(r"^Off: .*\bpull_requests\b.*--toolsets", default, re.M)
+    assert "get_pull_request" not in default
+    told = _run([*argv, "--toolsets", "all"], env, "call", "get_pull_request", "--help")
+    assert told.returncode == 0, told.stderr
+
+
 SPECS = {server: f"mcp_server_{server}.spec" for server in CALLS}
 
 

@@ -22,6 +22,7 @@ import contextvars
 import inspect
 import json
 import logging
+import re
 import sys
 import threading
 import warnings
@@ -44,6 +45,7 @@ __all__ = [
     "PAGING",
     "ToolCommands",
     "argument_model",
+    "task_of",
     "usage_line",
 ]
 
@@ -143,6 +145,12 @@ def usage_line(definition: ToolDefinition) -> str:
     return " ".join(words)
 
 
+def task_of(summary: str) -> str:
+    """A tool's summary as a list of commands says it: every first sentence opens "Use to" for a model choosing
+    among MCP tools; in a list that is all commands the two words say nothing ("Use first to" keeps "first")."""
+    return re.sub(r"^Use (?:(\w+) )?to ", lambda used: f"{used[1]}: " if used[1] else "", summary)
+
+
 class _UsageError(Exception):
     pass
 
@@ -234,7 +242,7 @@ class ToolCommands:
         width = max((len(d.name) for _, d in self.offered()), default=0)
         for _, definition in self.offered():
             mark = "  " if definition.read_only else "w "
-            lines.append(f"{mark}{definition.name:<{width}}  {definition.summary}")
+            lines.append(f"{mark}{definition.name:<{width}}  {task_of(definition.summary)}")
         off = [t.name for t in self.toolsets if t.name not in self.enabled]
         lines.append(f"w = writes. `{self.distribution} call TOOL --help` for one tool's options.")
         if off:

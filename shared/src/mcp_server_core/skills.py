@@ -39,33 +39,49 @@ def check_skill_fields(name: str, description: str) -> None:
 
 
 def skill_markdown(commands: ToolCommands) -> str:
-    from mcp_server_core.commands import usage_line
+    """SKILL.md for `commands`. The body is read into the model's context whole, so it holds what a first
+    command needs and no more: how a call is written, the exit codes, one line per command of the default
+    toolsets (the rest named, with how to list them), and the safety notes."""
+    from mcp_server_core.commands import task_of, usage_line
 
     name = commands.distribution
     description = commands.skill
     check_skill_fields(name, description)
+    listed: dict[bool, list[str]] = {True: [], False: []}
+    also_on: dict[str, list[str]] = {}
+    for toolset, definition in commands.offered():
+        if toolset.default:
+            listed[definition.read_only].append(f"- `{usage_line(definition)}`: {task_of(definition.summary)}")
+        else:
+            # On by the user's choice, not by default: named, a fraction of the tokens of a line each; the name
+            # says what it does and `call TOOL --help` how to write it.
+            also_on.setdefault(toolset.name, []).append(definition.name)
     lines = [
         "---",
         f"name: {name}",
         f"description: {_yaml_text(description)}",
         "---",
         "",
-        f"# {name}",
-        "",
-        f"{commands.summary} Each command below runs as `{name} [server options] call …`; "
-        f"`{name} call TOOL --help` shows all of a command's options.",
+        f"Run `{name} [server options] call TOOL ARGS` (`call TOOL --help`: every option). A list option repeats; "
+        "JSON is an object; `--json` prints the structured result. Lists page with `--limit N` and `--cursor` (the "
+        "next_cursor printed).",
+        "Exit 0: done, the result on stdout. 1: the tool failed; stderr says why and what to try. 2: fix the command.",
         "",
         "## Commands",
         "",
+        *listed[True],
     ]
-    for _, definition in commands.offered():
-        writes = " (writes)" if not definition.read_only else ""
-        lines.append(f"- `{usage_line(definition)}`: {definition.summary}{writes}")
+    if listed[False]:
+        lines += ["", "## Commands that write", "", *listed[False]]
+    off = [t.name for t in commands.toolsets if t.name not in commands.enabled and t.tools]
+    if also_on or off:
+        lines.append("")
+    if also_on:
+        lines.append(f"Also on (`{name} [server options] tools` says what each does):")
+        lines += [f"- {toolset}: {', '.join(names)}" for toolset, names in also_on.items()]
+    if off:
+        lines.append(f"Off: {', '.join(off)} (`--toolsets NAME,...` or `all` turns them on).")
     lines += [
-        "",
-        "Lists take `--limit N` and page with `--cursor` (the next_cursor they print). A list argument repeats its "
-        "option; JSON is an object. `--json` prints the structured result.",
-        "Exit 0: done, the result on stdout. 1: the tool failed; stderr says why and what to try. 2: fix the command.",
         "",
         "## Safety",
         "",
