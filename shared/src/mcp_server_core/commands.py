@@ -44,6 +44,7 @@ __all__ = [
     "EXIT_USAGE",
     "PAGING",
     "ToolCommands",
+    "argument_kinds",
     "argument_model",
     "task_of",
     "usage_line",
@@ -128,6 +129,13 @@ def _arguments_of(model: type[BaseModel]) -> list[_Argument]:
 
 PAGING = ("limit", "cursor")
 """The family's paging pair, said once in a skill rather than on every listing's line."""
+
+
+def argument_kinds(definition: ToolDefinition) -> set[str]:
+    """How the tool's arguments are written ('flag', 'list', 'json', ...), with 'paging' for the paging pair: what
+    a skill must explain about them, and no more."""
+    arguments = _arguments_of(argument_model(definition))
+    return {"paging" if a.name in PAGING else a.kind for a in arguments}
 
 
 def usage_line(definition: ToolDefinition) -> str:

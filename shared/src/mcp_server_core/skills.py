@@ -44,15 +44,17 @@ def skill_markdown(commands: ToolCommands) -> str:
     """SKILL.md for `commands`. The body is read into the model's context whole, so it holds what a first
     command needs and no more: how a call is written, the exit codes, one line per command of the default
     toolsets (the rest named, with how to list them), and the safety notes."""
-    from mcp_server_core.commands import task_of, usage_line
+    from mcp_server_core.commands import argument_kinds, task_of, usage_line
 
     name = commands.distribution
     description = commands.skill
     check_skill_fields(name, description)
     listed: dict[bool, list[str]] = {True: [], False: []}
     also_on: dict[str, list[str]] = {}
+    kinds: set[str] = set()
     for toolset, definition in commands.offered():
         if toolset.default:
+            kinds |= argument_kinds(definition)
             listed[definition.read_only].append(f"- `{usage_line(definition)}`: {task_of(definition.summary)}")
         else:
             # On by the user's choice, not by default: named, a fraction of the tokens of a line each; the name
@@ -64,9 +66,20 @@ def skill_markdown(commands: ToolCommands) -> str:
         f"description: {_yaml_text(description)}",
         "---",
         "",
-        f"Run `{name} [server options] call TOOL ARGS` (`call TOOL --help`: every option). A list option repeats; "
-        "JSON is an object; `--json` prints the structured result. Lists page with `--limit N` and `--cursor` (the "
-        "next_cursor printed).",
+        " ".join(
+            [
+                f"Run `{name} [server options] call TOOL ARGS` (`call TOOL --help`: every option).",
+                # Only what the commands listed use: a line said for nothing is read for nothing.
+                *(["A list option repeats."] if kinds & {"list", "scalar-or-list"} else []),
+                *(["JSON is an object."] if "json" in kinds else []),
+                "`--json` prints the structured result.",
+                *(
+                    ["Lists page with `--limit N` and `--cursor` (the next_cursor printed)."]
+                    if "paging" in kinds
+                    else []
+                ),
+            ]
+        ),
         "Exit 0: done, the result on stdout. 1: the tool failed; stderr says why and what to try. 2: fix the command.",
         "",
         "## Commands",
