@@ -195,6 +195,76 @@ def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
+def test_a_skill_details_the_default_toolsets_and_names_the_rest(tmp_path: Path, github_fake: Any) -> None:
+    """The body is read whole into the model's context: a line each for the default toolsets' commands; the
+    commands of a toolset the user turned on are named, and a toolset that is off is named with how to turn it on."""
+    argv, env = _launch("github", tmp_path, github_fake)
+    default = _run(argv, env, "skill").stdout
+    everything = _run([*argv, "--toolsets", "all"], env, "skill").stdout
+    detailed = re.compile(r"^- `call ([^\s`]+)", re.M)
+    assert detailed.findall(everything) == detailed.findall(default)
+    assert "get_pull_request" not in detailed.findall(everything)
+    assert re.search(r"^- pull_requests: list_pull_requests, get_pull_request, ", everything, re.M)
+    assert re.search(r"^Off: .*\bpull_requests\b.*--toolsets", default, re.M)
+    assert "get_pull_request" not in default
+    told = _run([*argv, "--toolsets", "all"], env, "call", "get_pull_request", "--help")
+    assert told.returncode == 0, told.stderr
+
+
+SPECS = {server: f"mcp_server_{server}.spec" for server in CALLS}
+
+
+@pytest.mark.parametrize("server", sorted(CALLS))
+def test_the_skill_served_over_stdio_is_the_text_the_skill_command_writes(
+    server: str, tmp_path: Path, github_fake: Any
+) -> None:
+    """A host of the handshake era finds the skill in resources/list and reads SKILL.md back, byte for byte."""
+    argv, env = _launch(server, tmp_path, github_fake)
+    written = _run(argv, env, "skill")
+    assert written.returncode == 0, written.stderr
+    uri = f"skill://mcp-server-{server}/SKILL.md"
+    with StdioWire(argv, env=env) as wire:
+        wire.initialize()
+        listed = wire.request("resources/list")["result"]["resources"]
+        served = wire.request("resources/read", {"uri": uri})["result"]["contents"]
+        manifest = wire.request("resources/read", {"uri": uri.replace("SKILL.md", "_manifest")})["result"]
+    assert [r["uri"] for r in listed if r["uri"].startswith("skill://")] == [uri]  # the manifest is read, not listed
+    assert [(c["mimeType"], c["text"]) for c in served] == [("text/markdown", written.stdout)]
+    files = json.loads(manifest["contents"][0]["text"])["files"]
+    assert [(f["path"], f["size"]) for f in files] == [("SKILL.md", len(written.stdout.encode()))]
+
+
+@pytest.mark.parametrize("server", sorted(CALLS))
+async def test_a_skills_client_lists_and_reads_the_skill_the_skill_command_writes(
+    server: str, tmp_path: Path, github_fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the Skills extension (skills/list, then every file checked against its digest), in memory, the
+    server built as `run` builds it from the same options."""
+    import importlib
+
+    from fastmcp import Client
+    from fastmcp.skills import SkillsClientExtension
+    from mcp_server_core.cli import _parser, build
+
+    argv, env = _launch(server, tmp_path, github_fake)
+    written = _run(argv, env, "skill")
+    assert written.returncode == 0, written.stderr
+    spec = importlib.import_module(SPECS[server]).SPEC
+    for name, value in env.items():
+        if name.startswith(("GITHUB_", "SLACK_")):
+            monkeypatch.setenv(name, value)  # tokens travel in the environment, as on the command line
+    options = vars(_parser(spec).parse_args(argv[argv.index("-m") + 2 :]))
+    options.pop("print_config")
+    settings = spec.settings(**{k: v for k, v in options.items() if v is not None})
+    async with Client(build(spec, settings), extensions=[SkillsClientExtension()]) as client:
+        listed = await client.list_skills()
+        assert [(entry.uri, entry.frontmatter.root["name"]) for entry in listed] == [
+            (f"skill://mcp-server-{server}/SKILL.md", f"mcp-server-{server}")
+        ]
+        skill = await client.read_skill(listed[0].uri)
+    assert dict(skill.files) == {"SKILL.md": written.stdout.encode()}
+
+
 def test_a_command_is_bounded_by_the_call_timeout_and_stops_its_work(tmp_path: Path) -> None:
     """As on the MCP track: past --call-timeout-s the command fails at once and the statement is interrupted
     (a count SQLite would take minutes over), instead of the shell waiting for it."""

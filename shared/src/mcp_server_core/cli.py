@@ -29,10 +29,11 @@ from mcp_server_core.settings import ServerSettings
 
 if TYPE_CHECKING:
     # Imported when serving only: a command, --help and --print-config do not pay for fastmcp.
+    from mcp_server_core.commands import ToolCommands
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.toolsets import Toolset
 
-__all__ = ["ServerSpec", "host_config", "run"]
+__all__ = ["ServerSpec", "build", "host_config", "run"]
 
 S = TypeVar("S", bound=ServerSettings)
 
@@ -265,38 +266,54 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
             from mcp_server_core.http import check_http_settings
 
             check_http_settings(settings)  # refuse in the parent, before any worker starts
-            build = _builder(spec)
-            code = serve_workers(lambda: build(settings), settings)
+            code = serve_workers(lambda: build(spec, settings), settings)
             if code:
                 parser.exit(code)
             return
-        server = _builder(spec)(settings)
-        serve(server, settings)
+        serve(build(spec, settings), settings)
     except ValueError as exc:
         parser.exit(2, f"{spec.distribution}: error: {exc}\n")
     except KeyboardInterrupt:
         pass
 
 
-def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str]) -> int:
+def _commands(spec: ServerSpec[Any], settings: ServerSettings, toolsets: Sequence[Toolset]) -> ToolCommands:
+    """The command-line track of `spec` over `toolsets`: what `call` runs and what the Skill teaches."""
     from mcp_server_core.commands import ToolCommands
+
+    return ToolCommands(
+        spec.distribution,
+        spec.summary,
+        toolsets,
+        skill=spec.skill or spec.summary,
+        notes=spec.notes,
+        enabled=settings.toolsets,
+        read_only=settings.read_only,
+        call_timeout_s=settings.call_timeout_s,
+    )
+
+
+def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
+    """The server as `run` serves it: built from its settings and, when it has a command-line track, serving that
+    track's Agent Skill over MCP (`skill://NAME/SKILL.md`, `skills/list`), the text `NAME skill` prints."""
+    server = _builder(spec)(settings)
+    if spec.toolsets is not None:
+        from mcp_server_core.skills import serve_skill
+
+        # The server's own toolsets: the same definitions as the command track's, without opening what
+        # `spec.toolsets` opens (a pool, a client) a second time.
+        serve_skill(server, lambda: _commands(spec, settings, server.toolsets.available))
+    return server
+
+
+def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str]) -> int:
     from mcp_server_core.errors import configure_logging
 
     assert spec.toolsets is not None
     configure_logging(settings.log_level)  # stderr, redacted, as the server's; stdout holds the result only
     try:
         with spec.toolsets(settings) as toolsets:
-            commands = ToolCommands(
-                spec.distribution,
-                spec.summary,
-                toolsets,
-                skill=spec.skill or spec.summary,
-                notes=spec.notes,
-                enabled=settings.toolsets,
-                read_only=settings.read_only,
-                call_timeout_s=settings.call_timeout_s,
-            )
-            code = commands.main(argv)
+            code = _commands(spec, settings, toolsets).main(argv)
             sys.stdout.flush()
             return code
     except BrokenPipeError:  # `| head` stopped reading: what it read is what was wanted

@@ -22,8 +22,10 @@ import contextvars
 import inspect
 import json
 import logging
+import re
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -42,7 +44,9 @@ __all__ = [
     "EXIT_USAGE",
     "PAGING",
     "ToolCommands",
+    "argument_kinds",
     "argument_model",
+    "task_of",
     "usage_line",
 ]
 
@@ -58,7 +62,11 @@ def argument_model(definition: ToolDefinition) -> type[BaseModel]:
     for name, parameter in inspect.signature(definition.fn, eval_str=True).parameters.items():
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[name] = (parameter.annotation, default)
-    model: type[BaseModel] = create_model(f"{definition.name}_arguments", **fields)
+    with warnings.catch_warnings():
+        # An argument may share a BaseModel method's name (move_path's `copy`); this model only validates, and a
+        # validated value is read back as an attribute, where the field wins over the method.
+        warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
+        model: type[BaseModel] = create_model(f"{definition.name}_arguments", **fields)
     return model
 
 
@@ -123,6 +131,13 @@ PAGING = ("limit", "cursor")
 """The family's paging pair, said once in a skill rather than on every listing's line."""
 
 
+def argument_kinds(definition: ToolDefinition) -> set[str]:
+    """How the tool's arguments are written ('flag', 'list', 'json', ...), with 'paging' for the paging pair: what
+    a skill must explain about them, and no more."""
+    arguments = _arguments_of(argument_model(definition))
+    return {"paging" if a.name in PAGING else a.kind for a in arguments}
+
+
 def usage_line(definition: ToolDefinition) -> str:
     """How to call the tool, in few tokens: `call NAME REQUIRED... [--option V]`, the paging pair left out."""
     words = ["call", definition.name]
@@ -136,6 +151,12 @@ def usage_line(definition: ToolDefinition) -> str:
         else:
             words.append(f"[{_option(argument.name)} {'JSON' if argument.kind == 'json' else 'V'}]")
     return " ".join(words)
+
+
+def task_of(summary: str) -> str:
+    """A tool's summary as a list of commands says it: every first sentence opens "Use to" for a model choosing
+    among MCP tools; in a list that is all commands the two words say nothing ("Use first to" keeps "first")."""
+    return re.sub(r"^Use (?:(\w+) )?to ", lambda used: f"{used[1]}: " if used[1] else "", summary)
 
 
 class _UsageError(Exception):
@@ -229,7 +250,7 @@ class ToolCommands:
         width = max((len(d.name) for _, d in self.offered()), default=0)
         for _, definition in self.offered():
             mark = "  " if definition.read_only else "w "
-            lines.append(f"{mark}{definition.name:<{width}}  {definition.summary}")
+            lines.append(f"{mark}{definition.name:<{width}}  {task_of(definition.summary)}")
         off = [t.name for t in self.toolsets if t.name not in self.enabled]
         lines.append(f"w = writes. `{self.distribution} call TOOL --help` for one tool's options.")
         if off:
