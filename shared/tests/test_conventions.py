@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 from mcp_server_core import InvalidArgument, cut_to_budget, decode_cursor, encode_cursor, take_within_budget, tool
-from mcp_server_core.conventions import compact_schema
+from mcp_server_core.conventions import compact_schema, first_sentence
 
 
 def test_text_within_budget_is_untouched() -> None:
@@ -159,3 +159,18 @@ async def test_a_note_opens_the_answer_once_on_both_tracks(capsys: pytest.Captur
         answers = [await client.call_tool("read_moved", {}) for _ in range(2)]
     # Each call collects its own notes: the second answer does not carry the first one's.
     assert [a.content[0].text for a in answers] == ["(a has moved to b)\nthe body"] * 2  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("description", "first"),
+    [
+        ("Find code, e.g. def foo in *.py. Results come paged.", "Find code, e.g. def foo in *.py."),
+        ("Read one file (i.e. not a folder). Binary comes as media.", "Read one file (i.e. not a folder)."),
+        ("Compare a branch vs. its base. Shows commits.", "Compare a branch vs. its base."),
+        ("Post a message! Only to allowed channels.", "Post a message!"),
+        ("One sentence only", "One sentence only"),
+    ],
+)
+def test_the_first_sentence_is_not_cut_at_an_abbreviation(description: str, first: str) -> None:
+    # The Skill and the `tools` listing show only this sentence: "e.g." must not end it.
+    assert first_sentence(description) == first

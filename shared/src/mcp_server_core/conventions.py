@@ -371,8 +371,13 @@ def tool(
     return decorate
 
 
+# A sentence ends at . ! or ? before white space, but not at the abbreviations a description uses mid-sentence
+# ("e.g. *.py"): the Skill and the `tools` listing show only the first sentence, and must not cut it short.
+_SENTENCE_END = re.compile(r"(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<!\svs\.)(?<=[.!?])\s")
+
+
 def first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
 
 
 def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
