@@ -45,7 +45,7 @@ def toolsets(settings: DbSettings) -> Iterator[Sequence[Toolset]]:
     try:
         chosen = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
         if settings.allow_write and not settings.read_only:
-            chosen.append(write_toolset(db, after_write=lambda: None))
+            chosen.append(write_toolset(db, before_write=lambda: None, after_write=lambda: None))
         yield chosen
     finally:
         db.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp_server_core import (
     Cursor,
@@ -19,24 +19,13 @@ from mcp_server_core import (
 )
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_db.catalog import (
-    TableInfo,
-    cell,
-    columns_text,
-    describe,
-    json_value,
-    other_schemas,
-    per_table,
-    relations,
-    require,
-    resolve,
-    was_cut,
-)
-from mcp_server_db.catalog import distinct_values as catalog_distinct_values
-from mcp_server_db.database import Database
+from mcp_server_db.rendering import TableInfo, cell, columns_text, json_value, was_cut
 
-# The guard (sqlglot) is imported by the tools that parse SQL, at their first call: a server answers
-# initialize without paying for the SQL parser (bench/startup.py).
+if TYPE_CHECKING:
+    from mcp_server_db.database import Database
+
+# The catalog (SQLAlchemy) and the guard (sqlglot) are imported by the tools at their first call: a server
+# answers initialize without paying for either (bench/startup.py).
 
 Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
@@ -151,6 +140,8 @@ def schema_toolset(db: Database) -> Toolset:
         cursor: Cursor = None,
     ) -> ObjectList:
         """Use to find schemas, tables, views, columns or indexes by name."""
+        from mcp_server_db.catalog import other_schemas, per_table, relations
+
         wanted = set(kinds or ["table", "view"])
         scope = json.dumps([pattern, sorted(wanted), detail])
         start = int(decode_cursor(cursor, scope=scope)["offset"]) if cursor else 0
@@ -197,6 +188,8 @@ def schema_toolset(db: Database) -> Toolset:
         sample_rows: Annotated[int, Field(ge=0, le=20)] = 0,
     ) -> TableDescriptions:
         """Use to see columns, keys, indexes, checks and sample rows of tables."""
+        from mcp_server_db.catalog import describe
+
         with db.connect() as connection:
             described = describe(db, connection, tables, sample=sample_rows)
         return TableDescriptions.of(described)
@@ -289,6 +282,9 @@ def analysis_toolset(db: Database) -> Toolset:
         limit: Annotated[Limit, Field(le=200)] = 20,
     ) -> ValueCounts:
         """Use to see the most common values of a column, with counts."""
+        from mcp_server_db.catalog import distinct_values as catalog_distinct_values
+        from mcp_server_db.catalog import require, resolve
+
         with db.connect() as connection:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
@@ -299,7 +295,7 @@ def analysis_toolset(db: Database) -> Toolset:
     return toolset
 
 
-def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
+def write_toolset(db: Database, *, before_write: Callable[[], None], after_write: Callable[[], None]) -> Toolset:
     """Present only with --allow-write: the server registers it, and nothing else can write."""
     toolset = Toolset("write", "Change data and schema (--allow-write)")
 
@@ -309,6 +305,7 @@ def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
         from mcp_server_db.guard import check_one_statement, written_tables
 
         statement = check_one_statement(sql, db.dialect)
+        before_write()  # the schema as it was, for after_write to compare with
         for table in written_tables(statement, db.dialect):
             audit_target(f"table:{table}")  # what the write changes, in its call's audit line
         with db.connect(write=True) as connection:
