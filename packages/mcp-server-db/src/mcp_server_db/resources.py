@@ -35,6 +35,18 @@ OVERVIEW_BYTES = 60_000
 logger = logging.getLogger(__name__)
 
 
+async def _to_the_end(read: Callable[[], None]) -> None:
+    """`read()` in a worker thread; cancelled, it still waits for the thread: the server closes its pools
+    after this job stops, and a read still under way would open a connection nobody closes."""
+    running = asyncio.ensure_future(asyncio.to_thread(read))
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await running
+        raise
+
+
 def table_uri(name: str) -> str:
     return f"db://tables/{quote(name, safe='')}"
 
@@ -174,11 +186,11 @@ class SchemaResources:
         restarting) is logged and retried at the next."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(served.wait(), timeout=every_s or None)
-        await asyncio.to_thread(self.read_once)
+        await _to_the_end(self.read_once)
         while every_s:
             await asyncio.sleep(every_s)
             try:
-                await asyncio.to_thread(self.refresh)
+                await _to_the_end(self.refresh)
             except ToolFailure as exc:
                 logger.warning("schema check failed: %s", exc)
 
