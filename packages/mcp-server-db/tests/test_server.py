@@ -14,6 +14,7 @@ from mcp_server_core.testing import ContractSuite, StdioWire, python_module, too
 from mcp_server_db.database import Database, sample_path
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
+from mcp_server_db.tools import QUERY_ROWS
 
 BUDGET = 2_500
 
@@ -137,21 +138,24 @@ async def test_sqlite_reads_that_look_unusual_work(sql: str) -> None:
     assert not result.is_error, _text(result)
 
 
-async def test_run_query_pages_with_a_cursor_and_binds_params() -> None:
-    seen: list[int] = []
+async def test_run_query_says_when_more_rows_follow_and_sql_pages_and_binds_params() -> None:
+    sql = "SELECT id FROM orders WHERE id <= :n ORDER BY id"
     async with Client(build_server(DbSettings())) as client:
-        arguments: dict[str, Any] = {"sql": "SELECT id FROM orders WHERE id <= :n ORDER BY id", "params": {"n": 25}}
-        while True:
-            result = await client.call_tool("run_query", {**arguments, "limit": 10})
-            page = result.structured_content or {}
-            seen += [row[0] for row in page["rows"]]
-            if not page.get("next_cursor"):
-                assert page["truncated"] is False
-                break
-            assert page["truncated"] is True
-            arguments["cursor"] = page["next_cursor"]
+        first = await client.call_tool("run_query", {"sql": sql, "params": {"n": 150}})
+        rest = await client.call_tool(
+            "run_query", {"sql": f"{sql} LIMIT 100 OFFSET {QUERY_ROWS}", "params": {"n": 150}}
+        )
+        empty = await client.call_tool("run_query", {"sql": sql, "params": {"n": 0}})
         injected = await client.call_tool("run_query", {"sql": "SELECT :v AS v", "params": {"v": "1; DROP TABLE x"}})
-    assert seen == list(range(1, 26))
+    page = first.structured_content or {}
+    assert [row[0] for row in page["rows"]] == list(range(1, QUERY_ROWS + 1))
+    assert page["truncated"] is True
+    assert page["more_rows"] is True
+    assert "more follow: add LIMIT/OFFSET" in _text(first)
+    assert [row[0] for row in (rest.structured_content or {})["rows"]] == list(range(QUERY_ROWS + 1, 151))
+    assert (rest.structured_content or {})["truncated"] is False
+    assert _text(rest).splitlines()[-1] == "150", "a complete result ends with its last row"
+    assert _text(empty) == "id\n(no rows)"
     assert (injected.structured_content or {})["rows"] == [["1; DROP TABLE x"]]
 
 
@@ -159,10 +163,11 @@ async def test_describe_tables_shows_keys_both_ways_checks_and_comments() -> Non
     async with Client(build_server(DbSettings())) as client:
         result = await client.call_tool("describe_tables", {"tables": ["orders"]})
     text = _text(result)
-    assert "FK (customer_id) -> customers(id)" in text
-    assert "<- order_items(order_id)" in text
-    assert "CHECK (status IN" in text
-    assert "INDEX ix_orders_customer (customer_id)" in text
+    assert "\nid INTEGER PRIMARY KEY\n" in text
+    assert "\ncustomer_id INTEGER NOT NULL REFERENCES customers(id)\n" in text
+    assert "\nREFERENCED BY order_items(order_id)\n" in text
+    assert "\nCHECK (status IN" in text
+    assert "\nINDEX (customer_id), (ordered_at)" in text
     assert "-- new, paid, shipped or cancelled" in text
     assert (result.structured_content or {})["tables"][0]["row_estimate"] == 300
 

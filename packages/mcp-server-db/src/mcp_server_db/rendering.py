@@ -61,27 +61,51 @@ class TableInfo(BaseModel):
     sample: list[list[Any]] | None = None
 
     def render(self) -> str:
-        head = f"{self.kind.upper()} {self.name}" + (f" -- {self.comment}" if self.comment else "")
+        """Flat and DDL-like, as `.schema` reads: what concerns one column on its line (its key, uniqueness and
+        reference), each constraint over several columns on a line of its own. Index names are left out (what a
+        query needs is which columns are indexed; find_objects lists the names)."""
+        head = f"{self.kind.upper()} {self.name}"
         head += f" (~{self.row_estimate} rows)" if self.row_estimate is not None else ""
+        head += f" -- {self.comment}" if self.comment else ""
         lines = [head]
+        key = self.primary_key[0] if len(self.primary_key) == 1 else None
+        unique = {u[0] for u in self.unique if len(u) == 1}
+        references: dict[str, list[str]] = {}
+        for f in self.foreign_keys:
+            if len(f.columns) == 1:
+                references.setdefault(f.columns[0], []).append(f"{f.ref_table}({f.ref_columns[0]})")
         for c in self.columns:
-            line = f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}"
+            line = f"{c.name} {c.type}"
+            line += " NOT NULL" if not c.nullable and c.name != key else ""
             line += f" DEFAULT {c.default}" if c.default is not None else ""
+            line += " PRIMARY KEY" if c.name == key else ""
+            line += " UNIQUE" if c.name in unique else ""
+            line += "".join(f" REFERENCES {r}" for r in references.get(c.name, []))
             line += f" -- {c.comment}" if c.comment else ""
             lines.append(line)
-        if self.primary_key:
-            lines.append(f"  PRIMARY KEY ({', '.join(self.primary_key)})")
+        if len(self.primary_key) > 1:
+            lines.append(f"PRIMARY KEY ({', '.join(self.primary_key)})")
         lines += [
-            f"  FK ({', '.join(f.columns)}) -> {f.ref_table}({', '.join(f.ref_columns)})" for f in self.foreign_keys
+            f"FOREIGN KEY ({', '.join(f.columns)}) REFERENCES {f.ref_table}({', '.join(f.ref_columns)})"
+            for f in self.foreign_keys
+            if len(f.columns) > 1
         ]
-        lines += [f"  <- {f.ref_table}({', '.join(f.columns)})" for f in self.referenced_by]
-        lines += [f"  UNIQUE ({', '.join(u)})" for u in self.unique]
-        lines += [f"  CHECK ({c})" for c in self.checks]
-        lines += [f"  {'UNIQUE ' if i.unique else ''}INDEX {i.name} ({', '.join(i.columns)})" for i in self.indexes]
+        lines += [f"UNIQUE ({', '.join(u)})" for u in self.unique if len(u) > 1]
+        lines += [f"CHECK ({c})" for c in self.checks]
+        if self.referenced_by:
+            lines.append(
+                "REFERENCED BY " + ", ".join(f"{f.ref_table}({', '.join(f.columns)})" for f in self.referenced_by)
+            )
+        # A unique index that only backs the primary key or a UNIQUE constraint says nothing new.
+        stated = [self.primary_key, *self.unique]
+        for flag, word in ((False, "INDEX"), (True, "UNIQUE INDEX")):
+            shown = [f"({', '.join(i.columns)})" for i in self.indexes if i.unique is flag and i.columns not in stated]
+            if shown:
+                lines.append(f"{word} {', '.join(shown)}")
         if self.sample is not None:
-            lines.append(f"  sample ({len(self.sample)} rows):")
-            lines.append("    " + "\t".join(c.name for c in self.columns))
-            lines += ["    " + "\t".join(cell(v) for v in row) for row in self.sample]
+            lines.append(f"sample ({len(self.sample)} rows):")
+            lines.append("\t".join(c.name for c in self.columns))
+            lines += ["\t".join(cell(v) for v in row) for row in self.sample]
         return "\n".join(lines)
 
 
