@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +235,51 @@ def test_many_concurrent_reads_on_sqlite_each_get_their_own_rows() -> None:
                 answers[message["id"]] = message["result"]
         assert wire.close() == 0
     assert {n: answers[n]["structuredContent"]["rows"] for n in ids} == {n: [[n, 20000]] for n in ids}
+
+
+def test_building_the_server_imports_neither_sqlalchemy_nor_the_sql_parser() -> None:
+    """What the initialize answer waits for: the server is built without SQLAlchemy or sqlglot (they load at the
+    first schema read, after the answer, or at the first call)."""
+    probe = (
+        "import sys\n"
+        "from mcp_server_db.server import build_server\n"
+        "from mcp_server_db.settings import DbSettings\n"
+        "build_server(DbSettings(schema_poll_s=0))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlglot'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("notaurl", "must look like dialect+driver://"),
+        ("oracle://scott:tiger@db/orcl", "unsupported database 'oracle'"),
+        ("postgresql://reader:hunter2secret@db:port/app", "cannot be read"),
+        ("sqlite:///no/such/file.db", "SQLite database file not found"),
+    ],
+)
+def test_a_url_that_cannot_work_stops_the_server_at_start(url: str, said: str) -> None:
+    done = subprocess.run(
+        python_module("mcp_server_db", url),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr
+    assert "hunter2secret" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+async def test_a_driver_that_cannot_load_fails_the_first_call_saying_so() -> None:
+    url = "postgresql+nodriver://reader:hunter2secret@127.0.0.1/app"
+    async with Client(build_server(DbSettings(url=url, schema_poll_s=0))) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT 1"})
+    assert result.is_error
+    assert "driver of postgresql+nodriver://reader:***@127.0.0.1/app cannot be loaded" in _text(result)
+    assert "hunter2secret" not in _text(result)
