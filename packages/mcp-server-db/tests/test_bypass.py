@@ -10,6 +10,7 @@ replication slots, statistics reset times, another session still alive, files on
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -379,11 +380,19 @@ def test_session_state_never_survives_a_checkout_on_mariadb(my: MariaDB) -> None
         db.close()
 
 
-def test_a_privileged_role_is_refused_at_start_with_the_sql_to_fix_it(pg: Postgres) -> None:
-    with pytest.raises(ValueError, match="superuser") as refused:
-        build_server(DbSettings(url=pg.owner_url, schema_poll_s=0))
-    assert "CREATE ROLE mcp_reader" in str(refused.value)
-    assert "--allow-privileged-role" in str(refused.value)
+async def _first_call(settings: DbSettings) -> tuple[bool, str]:
+    """The server starts without connecting; its first call is where the database and its role are met."""
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT 1"})
+    return bool(result.is_error), "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def test_a_privileged_role_is_refused_at_the_first_call_with_the_sql_to_fix_it(pg: Postgres) -> None:
+    refused, message = await _first_call(DbSettings(url=pg.owner_url, schema_poll_s=0))
+    assert refused
+    assert "superuser" in message
+    assert "CREATE ROLE mcp_reader" in message
+    assert "--allow-privileged-role" in message
 
 
 def test_a_role_granted_powers_later_is_refused_at_its_next_connection(pg: Postgres) -> None:
@@ -410,9 +419,10 @@ def test_a_role_granted_powers_later_is_refused_at_its_next_connection(pg: Postg
             c.execute(text(f"DROP ROLE {member}"))
 
 
-def test_mariadb_file_and_process_privileges_are_refused(my: MariaDB) -> None:
-    with pytest.raises(ValueError, match=r"SUPER|ALL PRIVILEGES|FILE|PROCESS"):
-        build_server(DbSettings(url=my.url, schema_poll_s=0))
+async def test_mariadb_file_and_process_privileges_are_refused(my: MariaDB) -> None:
+    refused, message = await _first_call(DbSettings(url=my.url, schema_poll_s=0))
+    assert refused
+    assert re.search(r"SUPER|ALL PRIVILEGES|FILE|PROCESS", message), message
 
 
 assert os.sep  # the file-writing cases aim at OUT under the temp folder, on every platform

@@ -127,7 +127,7 @@ async def test_describe_tables_sees_a_write_made_through_execute_statement(copy:
         await client.call_tool("execute_statement", {"sql": "ALTER TABLE products ADD COLUMN weight REAL"})
         second = await client.call_tool("describe_tables", {"tables": ["products"]})
     assert "weight" not in first.content[0].text  # type: ignore[union-attr]
-    assert "  weight REAL" in second.content[0].text  # type: ignore[union-attr]
+    assert "\nweight REAL" in second.content[0].text  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("how", ["moved over", "symlink retargeted"])
@@ -165,4 +165,4 @@ async def test_a_file_replaced_under_the_server_is_read_from_the_next_call(copy:
     assert before.structured_content["rows"][0][0] > 1
     assert after.structured_content["rows"] == [[1]]
     assert "nickname" not in described_before.content[0].text  # type: ignore[union-attr]
-    assert "  nickname TEXT" in described_after.content[0].text  # type: ignore[union-attr]
+    assert "\nnickname TEXT" in described_after.content[0].text  # type: ignore[union-attr]

@@ -208,10 +208,10 @@ async def test_describe_tables_on_postgres_and_mariadb(pg_url: str, my_url: str)
         result = await _call(url, "describe_tables", {"tables": ["items", "parts"]})
         text_ = _text(result)
         assert not result.is_error, text_
-        assert "PRIMARY KEY (id)" in text_
+        assert "\nid INTEGER PRIMARY KEY" in text_
         assert "CHECK" in text_
-        assert "  <- parts(item_id)" in text_
-        assert "  FK (item_id) -> items(id)" in text_
+        assert "\nREFERENCED BY parts(item_id)" in text_
+        assert "\nitem_id INTEGER REFERENCES items(id)" in text_
 
 
 PER_TABLE = ("SELECT count(*)", "SHOW CREATE TABLE")
@@ -246,7 +246,7 @@ async def test_describing_more_tables_adds_no_catalog_queries(which: str, reques
                 statements.clear()
                 result = await client.call_tool_mcp("describe_tables", {"tables": tables})
                 assert not result.is_error, _text(result)
-                assert _text(result).count("FK (item_id) -> items(id)") == len(tables)
+                assert _text(result).count("REFERENCES items(id)") == len(tables)
                 counts.append(len([s for s in statements if not s.lstrip().startswith(PER_TABLE)]))
     finally:
         event.remove(Engine, "before_cursor_execute", heard)
@@ -347,9 +347,9 @@ async def test_postgres_objects_beyond_the_default_schema_are_found_and_describe
     assert {("schema", "public"), ("schema", "sales"), ("table", "items"), ("table", "sales.orders")} <= names
     text_ = _text(described)
     assert "TABLE sales.orders" in text_
-    assert "FK (item_id) -> items(id)" in text_
-    assert "  <- sales.refunds(order_id)" in text_
-    assert "  <- sales.orders(item_id)" in text_
+    assert "REFERENCES items(id)" in text_
+    assert "\nREFERENCED BY sales.refunds(order_id)" in text_
+    assert "\nREFERENCED BY sales.orders(item_id)" in text_
     assert (values.structured_content or {})["values"][0] == ["web", 2]
     assert "db://tables/sales.orders" in uris
     assert "Did you mean 'sales.orders'" in _text(missing)

@@ -65,7 +65,7 @@ async def test_every_table_is_a_resource_and_the_overview_lists_them() -> None:
     assert {"db://schema", "db://tables/customers", "db://tables/orders", "db://tables/order_totals"} <= uris
     assert "db://tables/{name}" in templates
     assert "table orders (id INTEGER" in getattr(overview, "text", "")
-    assert "FK (customer_id) -> customers(id)" in getattr(orders, "text", "")
+    assert "customer_id INTEGER NOT NULL REFERENCES customers(id)" in getattr(orders, "text", "")
 
 
 def _tables(path: Path, count: int) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from mcp_server_core.testing import ContractSuite, StdioWire, python_module, too
 from mcp_server_db.database import Database, sample_path
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
+from mcp_server_db.tools import QUERY_ROWS
 
 BUDGET = 2_500
 
@@ -137,21 +140,24 @@ async def test_sqlite_reads_that_look_unusual_work(sql: str) -> None:
     assert not result.is_error, _text(result)
 
 
-async def test_run_query_pages_with_a_cursor_and_binds_params() -> None:
-    seen: list[int] = []
+async def test_run_query_says_when_more_rows_follow_and_sql_pages_and_binds_params() -> None:
+    sql = "SELECT id FROM orders WHERE id <= :n ORDER BY id"
     async with Client(build_server(DbSettings())) as client:
-        arguments: dict[str, Any] = {"sql": "SELECT id FROM orders WHERE id <= :n ORDER BY id", "params": {"n": 25}}
-        while True:
-            result = await client.call_tool("run_query", {**arguments, "limit": 10})
-            page = result.structured_content or {}
-            seen += [row[0] for row in page["rows"]]
-            if not page.get("next_cursor"):
-                assert page["truncated"] is False
-                break
-            assert page["truncated"] is True
-            arguments["cursor"] = page["next_cursor"]
+        first = await client.call_tool("run_query", {"sql": sql, "params": {"n": 150}})
+        rest = await client.call_tool(
+            "run_query", {"sql": f"{sql} LIMIT 100 OFFSET {QUERY_ROWS}", "params": {"n": 150}}
+        )
+        empty = await client.call_tool("run_query", {"sql": sql, "params": {"n": 0}})
         injected = await client.call_tool("run_query", {"sql": "SELECT :v AS v", "params": {"v": "1; DROP TABLE x"}})
-    assert seen == list(range(1, 26))
+    page = first.structured_content or {}
+    assert [row[0] for row in page["rows"]] == list(range(1, QUERY_ROWS + 1))
+    assert page["truncated"] is True
+    assert page["more_rows"] is True
+    assert "more follow: add LIMIT/OFFSET" in _text(first)
+    assert [row[0] for row in (rest.structured_content or {})["rows"]] == list(range(QUERY_ROWS + 1, 151))
+    assert (rest.structured_content or {})["truncated"] is False
+    assert _text(rest).splitlines()[-1] == "150", "a complete result ends with its last row"
+    assert _text(empty) == "id\n(no rows)"
     assert (injected.structured_content or {})["rows"] == [["1; DROP TABLE x"]]
 
 
@@ -159,10 +165,11 @@ async def test_describe_tables_shows_keys_both_ways_checks_and_comments() -> Non
     async with Client(build_server(DbSettings())) as client:
         result = await client.call_tool("describe_tables", {"tables": ["orders"]})
     text = _text(result)
-    assert "FK (customer_id) -> customers(id)" in text
-    assert "<- order_items(order_id)" in text
-    assert "CHECK (status IN" in text
-    assert "INDEX ix_orders_customer (customer_id)" in text
+    assert "\nid INTEGER PRIMARY KEY\n" in text
+    assert "\ncustomer_id INTEGER NOT NULL REFERENCES customers(id)\n" in text
+    assert "\nREFERENCED BY order_items(order_id)\n" in text
+    assert "\nCHECK (status IN" in text
+    assert "\nINDEX (customer_id), (ordered_at)" in text
     assert "-- new, paid, shipped or cancelled" in text
     assert (result.structured_content or {})["tables"][0]["row_estimate"] == 300
 
@@ -228,3 +235,51 @@ def test_many_concurrent_reads_on_sqlite_each_get_their_own_rows() -> None:
                 answers[message["id"]] = message["result"]
         assert wire.close() == 0
     assert {n: answers[n]["structuredContent"]["rows"] for n in ids} == {n: [[n, 20000]] for n in ids}
+
+
+def test_building_the_server_imports_neither_sqlalchemy_nor_the_sql_parser() -> None:
+    """What the initialize answer waits for: the server is built without SQLAlchemy or sqlglot (they load at the
+    first schema read, after the answer, or at the first call)."""
+    probe = (
+        "import sys\n"
+        "from mcp_server_db.server import build_server\n"
+        "from mcp_server_db.settings import DbSettings\n"
+        "build_server(DbSettings(schema_poll_s=0))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlglot'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("notaurl", "must look like dialect+driver://"),
+        ("oracle://scott:tiger@db/orcl", "unsupported database 'oracle'"),
+        ("postgresql://reader:hunter2secret@db:port/app", "cannot be read"),
+        ("sqlite:///no/such/file.db", "SQLite database file not found"),
+    ],
+)
+def test_a_url_that_cannot_work_stops_the_server_at_start(url: str, said: str) -> None:
+    done = subprocess.run(
+        python_module("mcp_server_db", url),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr
+    assert "hunter2secret" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+async def test_a_driver_that_cannot_load_fails_the_first_call_saying_so() -> None:
+    url = "postgresql+nodriver://reader:hunter2secret@127.0.0.1/app"
+    async with Client(build_server(DbSettings(url=url, schema_poll_s=0))) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT 1"})
+    assert result.is_error
+    assert "driver of postgresql+nodriver://reader:***@127.0.0.1/app cannot be loaded" in _text(result)
+    assert "hunter2secret" not in _text(result)

@@ -28,7 +28,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 async def _call(spans: InMemorySpanExporter, settings: DbSettings, tool: str, arguments: dict[str, Any]) -> None:
     async with Client(build_server(settings)) as client:
-        spans.clear()  # the schema read at start is no call's
+        await client.list_resources()  # waits for the first schema read, which is no call's
+        spans.clear()
         result = await client.call_tool_mcp(tool, arguments)
         assert not result.is_error, result.content
 
@@ -66,7 +67,7 @@ async def test_sqlite_statements_are_child_spans_without_text_or_values(spans: I
 async def test_postgres_statements_are_child_spans_without_text_or_values(spans: InMemorySpanExporter) -> None:
     settings = DbSettings(url=PG_URL, allow_privileged_role=True, schema_poll_s=0)
     sql = "SELECT g AS hidden_column FROM generate_series(1, 9000) AS g WHERE g > :floor"
-    await _call(spans, settings, "run_query", {"sql": sql, "params": {"floor": 8173}, "limit": 3})
+    await _call(spans, settings, "run_query", {"sql": sql + " LIMIT 3", "params": {"floor": 8173}})
     upstream = _upstream(spans, "postgresql", "hidden_column", "generate_series", "8173")
     names = [s.name for s in upstream]
     assert "postgresql SELECT" in names
@@ -92,6 +93,7 @@ async def test_mariadb_statements_are_named_mysql(spans: InMemorySpanExporter) -
 async def test_a_failed_statement_marks_its_span_with_the_error_type_only(spans: InMemorySpanExporter) -> None:
     settings = DbSettings(url=PG_URL, allow_privileged_role=True, schema_poll_s=0)
     async with Client(build_server(settings)) as client:
+        await client.list_resources()  # waits for the first schema read, which is no call's
         spans.clear()
         result = await client.call_tool_mcp("run_query", {"sql": "SELECT no_such_column_zz FROM pg_class"})
     assert result.is_error

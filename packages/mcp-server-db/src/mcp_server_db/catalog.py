@@ -9,121 +9,21 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp_server_core import NotFound, did_you_mean
-from pydantic import BaseModel
 from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.engine.reflection import ObjectKind
 from sqlalchemy.exc import OperationalError
 
 from mcp_server_db.database import Database, Progress
+from mcp_server_db.rendering import ColumnInfo, ForeignKey, IndexInfo, TableInfo, json_value
 
 __all__ = [
-    "ColumnInfo",
-    "ForeignKey",
-    "IndexInfo",
     "Relation",
-    "TableInfo",
     "describe",
     "fingerprint",
     "relations",
     "resolve",
     "sample_rows",
 ]
-
-CELL_CHARS = 200
-VALUE_CHARS = 1_000
-"""The longest text value a structured result carries; longer ones are cut with a marker saying how long."""
-
-
-class ColumnInfo(BaseModel):
-    name: str
-    type: str
-    nullable: bool
-    default: str | None = None
-    comment: str | None = None
-
-
-class ForeignKey(BaseModel):
-    columns: list[str]
-    ref_table: str
-    ref_columns: list[str]
-
-
-class IndexInfo(BaseModel):
-    name: str
-    columns: list[str]
-    unique: bool
-
-
-class TableInfo(BaseModel):
-    name: str
-    kind: str
-    comment: str | None = None
-    columns: list[ColumnInfo]
-    primary_key: list[str] = []
-    foreign_keys: list[ForeignKey] = []
-    referenced_by: list[ForeignKey] = []
-    indexes: list[IndexInfo] = []
-    unique: list[list[str]] = []
-    checks: list[str] = []
-    row_estimate: int | None = None
-    sample: list[list[Any]] | None = None
-
-    def render(self) -> str:
-        head = f"{self.kind.upper()} {self.name}" + (f" -- {self.comment}" if self.comment else "")
-        head += f" (~{self.row_estimate} rows)" if self.row_estimate is not None else ""
-        lines = [head]
-        for c in self.columns:
-            line = f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}"
-            line += f" DEFAULT {c.default}" if c.default is not None else ""
-            line += f" -- {c.comment}" if c.comment else ""
-            lines.append(line)
-        if self.primary_key:
-            lines.append(f"  PRIMARY KEY ({', '.join(self.primary_key)})")
-        lines += [
-            f"  FK ({', '.join(f.columns)}) -> {f.ref_table}({', '.join(f.ref_columns)})" for f in self.foreign_keys
-        ]
-        lines += [f"  <- {f.ref_table}({', '.join(f.columns)})" for f in self.referenced_by]
-        lines += [f"  UNIQUE ({', '.join(u)})" for u in self.unique]
-        lines += [f"  CHECK ({c})" for c in self.checks]
-        lines += [f"  {'UNIQUE ' if i.unique else ''}INDEX {i.name} ({', '.join(i.columns)})" for i in self.indexes]
-        if self.sample is not None:
-            lines.append(f"  sample ({len(self.sample)} rows):")
-            lines.append("    " + "\t".join(c.name for c in self.columns))
-            lines += ["    " + "\t".join(cell(v) for v in row) for row in self.sample]
-        return "\n".join(lines)
-
-
-def cell(value: Any) -> str:
-    """One value as a table cell: NULL spelled out, tabs and newlines flattened, long text cut."""
-    if value is None:
-        return "NULL"
-    shown = value if type(value) is str else str(value)
-    if "\t" in shown or "\n" in shown:  # a test, not two replace() copies: run_query renders 1,000 cells a page
-        shown = shown.replace("\t", " ").replace("\n", " ")
-    return shown if len(shown) <= CELL_CHARS else shown[:CELL_CHARS] + "…"
-
-
-_PLAIN = frozenset({bool, int, float, str})
-
-
-def json_value(value: Any) -> Any:
-    """A value for structured content: JSON's own types as they are, text cut at `VALUE_CHARS`, bytes by size."""
-    if value is None or type(value) in _PLAIN or isinstance(value, bool | int | float):
-        return value if type(value) is not str or len(value) <= VALUE_CHARS else cut_value(value)
-    if isinstance(value, str):
-        return value if len(value) <= VALUE_CHARS else cut_value(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<{len(bytes(value))} bytes>"
-    shown = str(value)
-    return shown if len(shown) <= VALUE_CHARS else cut_value(shown)
-
-
-def cut_value(value: str) -> str:
-    return f"{value[:VALUE_CHARS]}…[cut: {len(value):,} chars]"
-
-
-def was_cut(value: Any) -> bool:
-    return type(value) is str and len(value) > VALUE_CHARS and value.endswith(" chars]") and "…[cut: " in value
 
 
 def quote(connection: Connection, name: str, schema: str | None = None) -> str:
@@ -171,10 +71,6 @@ def per_table(reflect: Callable[..., dict[Any, Any]], schemas: Iterable[str | No
     for schema in schemas:
         found |= {(schema, name): value for (_s, name), value in reflect(schema=schema, kind=ObjectKind.ANY).items()}
     return found
-
-
-def columns_text(columns: list[Any]) -> str:
-    return ", ".join(f"{c['name']} {c['type']}" for c in columns)
 
 
 def require(name: str, known: Iterable[str], *, noun: str = "table") -> None:

@@ -11,9 +11,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from mcp_server_core import (
     InvalidArgument,
@@ -24,10 +24,12 @@ from mcp_server_core import (
     report_progress,
     upstream_span,
 )
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
-from sqlalchemy.pool import QueuePool
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.exc import DBAPIError
+
+# SQLAlchemy itself is imported at the first connection (`Database._open_engines`), not with this module.
 
 __all__ = [
     "LEAST_PRIVILEGE_SQL",
@@ -173,8 +175,36 @@ def _role_powers(dialect: str, dbapi_connection: Any) -> list[str]:
         cursor.close()
 
 
+def _url_parts(url: str) -> tuple[str, str | None, str | None]:
+    """A URL's backend (`postgresql` of `postgresql+psycopg://`), password and database, read without importing
+    SQLAlchemy; the engine reads the URL again with SQLAlchemy at first use. Raises ValueError for what is
+    no database URL at all, so a typo stops the server at start, not at its first call."""
+    scheme, found, _ = url.partition("://")
+    backend = scheme.partition("+")[0]
+    if not found or not backend or not all(part.isidentifier() for part in scheme.split("+")):
+        raise ValueError("the database URL must look like dialect+driver://user:password@host:port/database")
+    try:
+        parts = urlsplit(url, allow_fragments=False)
+        password = parts.password
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError as exc:  # a port that is not a number, a broken IPv6 address
+        raise ValueError(f"the database URL cannot be read: {exc}") from None
+    path = parts.path.removeprefix("/")
+    return backend.lower(), unquote(password) if password else None, unquote(path) if path else None
+
+
+def _without_password(url: str, password: str | None) -> str:
+    """The URL as messages may show it: its password, if any, as ***."""
+    if not password:
+        return url
+    parts = urlsplit(url, allow_fragments=False)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
+
+
 def sample_path() -> Path:
-    return Path(str(files("mcp_server_db") / "sample.db"))
+    # Beside this module in the sources and in the wheel; importlib.resources would cost every start 5 ms.
+    return Path(__file__).with_name("sample.db")
 
 
 def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
@@ -312,58 +342,101 @@ class Database:
             if allow_write:
                 raise ValueError("the bundled sample database is read-only: give a database URL to write to")
             url = f"sqlite:///{sample_path()}"
-        parsed = make_url(url)
-        register_secret(parsed.password)
-        self.display_url = parsed.render_as_string(hide_password=True)
-        self.dialect = parsed.get_backend_name()
-        self.writer: Engine | None = None
+        self._url = url
+        self.dialect, password, database = _url_parts(url)
+        register_secret(password)
+        self.display_url = _without_password(url, password)
         if self.dialect == "sqlite":
-            path = parsed.database or ""
-            if not path or path == ":memory:" or not Path(path).exists():
-                raise ValueError(f"SQLite database file not found: {path or '(none)'}")
-            # QueuePool, not the SingletonThreadPool SQLAlchemy picks for "sqlite://": that one closes connections
-            # other threads still use once more than five threads query at once (a crash under concurrent calls).
-            pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 32}
+            if not database or database == ":memory:" or not Path(database).exists():
+                raise ValueError(f"SQLite database file not found: {database or '(none)'}")
             # As given, not resolved: a symlink moved to a new file is a replacement like a file moved over it.
-            self.sqlite_path = Path(path)
-            self.engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect("ro"), **pool)
-            event.listen(self.engine, "checkout", self._same_sqlite_file)
-            if allow_write:
-                self.writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect("rw"), **pool)
-                event.listen(self.writer, "checkout", self._same_sqlite_file)
-        elif self.dialect in ("postgresql", "mysql", "mariadb"):
-            if self.dialect == "postgresql" and parsed.drivername == "postgresql":
-                parsed = parsed.set(drivername="postgresql+psycopg")
-            if self.dialect in ("mysql", "mariadb") and "+" not in parsed.drivername:
-                parsed = parsed.set(drivername=f"{self.dialect}+pymysql")
-            # A small pool: connecting costs more than most catalog reads. pre_ping replaces a connection the
-            # server dropped (a restart) instead of failing the call; the session settings are re-asserted
-            # at every checkout, so nothing one call did to its session survives into the next.
-            # connect_timeout: a host that drops packets would otherwise hold a call for the kernel's minutes.
-            # 16 at most: several clients at the per-client limit (4 calls each, server.py) still find one free,
-            # so one client's slow queries cannot make another's SELECT 1 wait for a connection.
-            options: dict[str, Any] = {
-                "pool_size": 2,
-                "max_overflow": 14,
-                "pool_pre_ping": True,
-                "pool_recycle": 1800,
-                "connect_args": {"connect_timeout": max(1, round(timeout_s))},
-            }
-            self.engine = create_engine(parsed, **options)
-            event.listen(self.engine, "connect", self._check_role)
-            event.listen(self.engine, "checkout", self._read_only_session)
-            event.listen(self.engine, "reset", self._reset_session)
-            if allow_write:
-                self.writer = create_engine(parsed, **options)
-                event.listen(self.writer, "checkout", self._timed_session)
-                event.listen(self.writer, "reset", self._reset_session)
-        else:
+            self.sqlite_path = Path(database)
+        elif self.dialect not in ("postgresql", "mysql", "mariadb"):
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
-        for traced in (self.engine, self.writer):
-            if traced is not None:
-                event.listen(traced, "before_cursor_execute", self._statement_started)
-                event.listen(traced, "after_cursor_execute", self._statement_ended)
-                event.listen(traced, "handle_error", self._statement_failed)
+        self._allow_write = allow_write
+        self._engines: tuple[Engine, Engine | None] | None = None
+        self._engines_lock = threading.Lock()
+
+    # The engines are made at the first connection, not here: SQLAlchemy takes longer to import than the rest
+    # of the server to start, and a server answers initialize before anyone needs the database.
+
+    @property
+    def engine(self) -> Engine:
+        """The read-only engine (made at first use)."""
+        return (self._engines or self._open_engines())[0]
+
+    @property
+    def writer(self) -> Engine | None:
+        """The engine that writes, with `allow_write` only (made at first use)."""
+        return (self._engines or self._open_engines())[1] if self._allow_write else None
+
+    def _open_engines(self) -> tuple[Engine, Engine | None]:
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+        from sqlalchemy.pool import QueuePool
+
+        with self._engines_lock:
+            if self._engines is not None:
+                return self._engines
+            try:
+                parsed = make_url(self._url)
+            except ArgumentError:
+                raise Refused(
+                    f"The database URL {self.display_url} is not a SQLAlchemy URL.",
+                    hint="The operator must fix the server's URL: dialect+driver://user:password@host:port/database.",
+                ) from None
+            register_secret(parsed.password)  # as SQLAlchemy reads it, should that differ from _url_parts
+            writer: Engine | None = None
+            if self.dialect == "sqlite":
+                # QueuePool, not the SingletonThreadPool SQLAlchemy picks for "sqlite://": that one closes
+                # connections other threads still use once more than five threads query at once (a crash under
+                # concurrent calls).
+                pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 32}
+                engine = create_engine("sqlite://", creator=lambda: self._sqlite_connect("ro"), **pool)
+                event.listen(engine, "checkout", self._same_sqlite_file)
+                if self._allow_write:
+                    writer = create_engine("sqlite://", creator=lambda: self._sqlite_connect("rw"), **pool)
+                    event.listen(writer, "checkout", self._same_sqlite_file)
+            else:
+                if self.dialect == "postgresql" and parsed.drivername == "postgresql":
+                    parsed = parsed.set(drivername="postgresql+psycopg")
+                if self.dialect in ("mysql", "mariadb") and "+" not in parsed.drivername:
+                    parsed = parsed.set(drivername=f"{self.dialect}+pymysql")
+                # A small pool: connecting costs more than most catalog reads. pre_ping replaces a connection the
+                # server dropped (a restart) instead of failing the call; the session settings are re-asserted
+                # at every checkout, so nothing one call did to its session survives into the next.
+                # connect_timeout: a host that drops packets would otherwise hold a call for the kernel's minutes.
+                # 16 at most: several clients at the per-client limit (4 calls each, server.py) still find one
+                # free, so one client's slow queries cannot make another's SELECT 1 wait for a connection.
+                options: dict[str, Any] = {
+                    "pool_size": 2,
+                    "max_overflow": 14,
+                    "pool_pre_ping": True,
+                    "pool_recycle": 1800,
+                    "connect_args": {"connect_timeout": max(1, round(self.timeout_s))},
+                }
+                try:
+                    engine = create_engine(parsed, **options)
+                    writer = create_engine(parsed, **options) if self._allow_write else None
+                except (ArgumentError, ImportError) as exc:  # a driver SQLAlchemy does not know, or not installed
+                    raise Refused(
+                        f"The database driver of {self.display_url} cannot be loaded: {exc}",
+                        hint="The operator must install it, or name psycopg (PostgreSQL) or pymysql (MariaDB).",
+                    ) from None
+                event.listen(engine, "connect", self._check_role)
+                event.listen(engine, "checkout", self._read_only_session)
+                event.listen(engine, "reset", self._reset_session)
+                if writer is not None:
+                    event.listen(writer, "checkout", self._timed_session)
+                    event.listen(writer, "reset", self._reset_session)
+            for traced in (engine, writer):
+                if traced is not None:
+                    event.listen(traced, "before_cursor_execute", self._statement_started)
+                    event.listen(traced, "after_cursor_execute", self._statement_ended)
+                    event.listen(traced, "handle_error", self._statement_failed)
+            self._engines = (engine, writer)
+            return self._engines
 
     @property
     def system(self) -> str:
@@ -422,6 +495,8 @@ class Database:
         return raw
 
     def _same_sqlite_file(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        from sqlalchemy.exc import DisconnectionError
+
         """A file replaced under the server (a fresh copy moved over it, as publishing tools do) leaves pooled
         connections reading the old one, unlinked but open, for as long as they live: such a connection is
         dropped at checkout and the pool opens one on the new file."""
@@ -500,6 +575,8 @@ class Database:
         a top-level SELECT may send back on MariaDB (sql_select_limit), whose streamed results otherwise must be
         read to their end before the connection can be used again.
         """
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
         engine = self.writer if write else self.engine
         if engine is None:
             raise Refused("Writing is off.", hint="Start the server with --allow-write and a database URL.")
@@ -544,9 +621,9 @@ class Database:
         logger.info("cancelled the statement of an abandoned call")
 
     def close(self) -> None:
-        self.engine.dispose()
-        if self.writer is not None:
-            self.writer.dispose()
+        for engine in self._engines or ():
+            if engine is not None:
+                engine.dispose()
 
     def _failure(self, exc: DBAPIError, *, connecting: bool) -> Exception:
         message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
@@ -566,17 +643,23 @@ class Database:
         return InvalidArgument(f"The database refused the statement: {message}")
 
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
+        from sqlalchemy import text
+
         return connection.execute(text(sql), params or {})
 
     def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> RowStream:
         """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
         SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        from sqlalchemy import text
+
         progress = Progress()  # from before the statement: the first rows can be what takes long
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
         return RowStream(self, streaming.execute(text(sql), params or {}), progress)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""
+        from sqlalchemy import inspect
+
         connection.execution_options(mcp_operation="describe")
         return inspect(connection)
 

@@ -12,24 +12,39 @@ list (0.7 s from one set).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
 from fastmcp.resources import FunctionResource, Resource, ResourceTemplate
+from fastmcp.utilities.components import FastMCPComponent
+from fastmcp.utilities.versions import VersionSpec
 from mcp_server_core import ReferenceServer, ResourceSet, ToolFailure, cut_to_budget
 from pydantic import PrivateAttr
 
-from mcp_server_db.catalog import columns_text, describe, fingerprint, per_table, relations
 from mcp_server_db.database import Database
+from mcp_server_db.rendering import columns_text
 
 __all__ = ["OVERVIEW", "SchemaResources", "TableResource", "table_uri"]
 
 OVERVIEW = "db://schema"
 OVERVIEW_BYTES = 60_000
 logger = logging.getLogger(__name__)
+
+
+async def _to_the_end(read: Callable[[], None]) -> None:
+    """`read()` in a worker thread; cancelled, it still waits for the thread: the server closes its pools
+    after this job stops, and a read still under way would open a connection nobody closes."""
+    running = asyncio.ensure_future(asyncio.to_thread(read))
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await running
+        raise
 
 
 def table_uri(name: str) -> str:
@@ -49,13 +64,44 @@ class TableResource(Resource):
         return await anyio.to_thread.run_sync(self._read_table, self.name)
 
 
+class _TablesReadOnDemand(ResourceSet):
+    """The tables' resources, with the schema read before the first listing or lookup needs it."""
+
+    def __init__(self, schema: SchemaResources) -> None:
+        super().__init__()
+        self._schema = schema
+
+    async def get_tasks(self) -> Sequence[FastMCPComponent]:
+        # fastmcp lists every provider's components at start to find background tasks; only tools can be one,
+        # and listing the tables here would read the schema before the initialize answer.
+        return []
+
+    async def _list_resources(self) -> Sequence[Resource]:
+        if not self._schema.read_tried:
+            await anyio.to_thread.run_sync(self._schema.read_once)
+        return await super()._list_resources()
+
+    async def _get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
+        if not self._schema.read_tried:
+            await anyio.to_thread.run_sync(self._schema.read_once)
+        return await super()._get_resource(uri, version)
+
+
 class SchemaResources:
+    """The schema is first read after start, not during it (SQLAlchemy's import and the first connection
+    would delay the initialize answer): by `watch` once the client has its answer, or by whatever needs it
+    first (a listing, a subscription, a write). That read is the baseline later changes are announced
+    against; nothing is announced before it, as no client can have seen a table yet."""
+
     def __init__(self, server: ReferenceServer, db: Database) -> None:
         self.server = server
         self.db = db
         self.known: dict[str, str] = {}
-        self.tables = ResourceSet()
+        self.tables = _TablesReadOnDemand(self)
+        self.read_tried = False
+        """Whether the first read was made (successful or not): after it, every read is announced."""
         self._lock = threading.Lock()
+        self._first_read_lock = threading.Lock()
         server.add_provider(self.tables)
         server.add_resource(
             FunctionResource.from_function(
@@ -79,6 +125,8 @@ class SchemaResources:
         )
 
     def read_overview(self) -> str:
+        from mcp_server_db.catalog import per_table, relations
+
         with self.db.connect() as connection:
             inspector = self.db.inspector(connection)
             found = relations(self.db, inspector)
@@ -91,12 +139,16 @@ class SchemaResources:
         return self.render_table(unquote(name))
 
     def render_table(self, name: str) -> str:
+        from mcp_server_db.catalog import describe
+
         with self.db.connect() as connection:
             (info,) = describe(self.db, connection, [name])
         return info.render()
 
     def refresh(self, *, announce: bool = True) -> None:
         """Compare the schema with what was last seen and announce the difference; safe from any thread."""
+        from mcp_server_db.catalog import fingerprint
+
         with self._lock:
             with self.db.connect() as connection:
                 current = fingerprint(self.db, connection)
@@ -115,12 +167,30 @@ class SchemaResources:
         if added or dropped or altered:
             self.server.changes.resource_updated(OVERVIEW)
 
-    async def poll(self, every_s: float) -> None:
-        """The background job: a failed check (the database restarting) is logged and retried next interval."""
-        while True:
+    def read_once(self) -> None:
+        """The first read, made once; a database down or refused at that point is logged, not raised: the
+        tables are then listed from the first later read that succeeds, and announced by it."""
+        with self._first_read_lock:
+            if self.read_tried:
+                return
+            try:
+                self.refresh(announce=False)
+            except ToolFailure as exc:
+                logger.warning("schema not read: %s", exc)
+            finally:
+                self.read_tried = True
+
+    async def watch(self, every_s: float, served: asyncio.Event) -> None:
+        """The background job: the first read once `served` is set (the client has its initialize answer) or
+        one interval has passed, then, if `every_s`, a check every interval; a failed check (the database
+        restarting) is logged and retried at the next."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(served.wait(), timeout=every_s or None)
+        await _to_the_end(self.read_once)
+        while every_s:
             await asyncio.sleep(every_s)
             try:
-                await asyncio.to_thread(self.refresh)
+                await _to_the_end(self.refresh)
             except ToolFailure as exc:
                 logger.warning("schema check failed: %s", exc)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
-from mcp_server_core import ReferenceServer, ToolFailure
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from mcp_server_core import ReferenceServer
 
 from mcp_server_db import __version__
-from mcp_server_db.database import PrivilegedRole
 from mcp_server_db.prompts import add_prompts
 from mcp_server_db.resources import SchemaResources
 from mcp_server_db.settings import DbSettings
@@ -20,6 +22,20 @@ INSTRUCTIONS = (
 logger = logging.getLogger(__name__)
 
 
+class _SetOnFirstMessageAfterInitialize(Middleware):
+    """Sets `event` at the first message after initialize (`notifications/initialized`, or a 2026-07-28
+    client's first request): the client has its answer, so the schema read that waits for it delays nothing
+    the client waits for at start."""
+
+    def __init__(self, event: asyncio.Event) -> None:
+        self._event = event
+
+    async def on_message(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if not self._event.is_set() and context.method not in ("initialize", "server/discover"):
+            self._event.set()
+        return await call_next(context)
+
+
 def build_server(settings: DbSettings) -> ReferenceServer:
     db = open_database(settings)
     writes = settings.allow_write and not settings.read_only
@@ -27,7 +43,9 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     if writes:
         # Listed only here: without --allow-write no tool can write, whatever --toolsets says. `schema` is
         # bound below, before any call can run: the resources need the server, the server needs its toolsets.
-        toolsets.append(write_toolset(db, after_write=lambda: schema.refresh()))
+        toolsets.append(
+            write_toolset(db, before_write=lambda: schema.read_once(), after_write=lambda: schema.refresh())
+        )
     server = ReferenceServer(
         "db",
         version=__version__,
@@ -38,15 +56,9 @@ def build_server(settings: DbSettings) -> ReferenceServer:
         read_only=settings.read_only,
     )
     schema = SchemaResources(server, db)
-    try:
-        schema.refresh(announce=False)
-    except PrivilegedRole as exc:  # a configuration to fix, not an outage to wait out
-        db.close()
-        raise ValueError(str(exc)) from None
-    except ToolFailure as exc:  # the database is down at start: serve anyway, the poller catches up
-        logger.warning("schema not read at start: %s", exc)
-    if settings.schema_poll_s:
-        server.run_in_background(lambda: schema.poll(settings.schema_poll_s))
+    served = asyncio.Event()
+    server.add_middleware(_SetOnFirstMessageAfterInitialize(served))
+    server.run_in_background(lambda: schema.watch(settings.schema_poll_s, served))
     server.on_shutdown(db.close)
 
     def ping() -> None:

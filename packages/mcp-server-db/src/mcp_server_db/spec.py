@@ -45,7 +45,7 @@ def toolsets(settings: DbSettings) -> Iterator[Sequence[Toolset]]:
     try:
         chosen = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
         if settings.allow_write and not settings.read_only:
-            chosen.append(write_toolset(db, after_write=lambda: None))
+            chosen.append(write_toolset(db, before_write=lambda: None, after_write=lambda: None))
         yield chosen
     finally:
         db.close()
@@ -75,14 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 SPEC = ServerSpec(
     distribution="mcp-server-db",
-    summary="A database inspector over MCP: schema, read-only queries and plans.",
+    summary="A database inspector: schema, read-only queries and plans.",
     settings=DbSettings,
     build="mcp_server_db.server:build_server",
     toolsets=toolsets,
     skill="Use to inspect a SQL database from a shell: find tables, describe them, run one read-only SELECT.",
     notes=[
-        "Queries are one read-only statement (the guard and the database role both hold it); values go in "
-        "--params, never pasted into the SQL.",
+        "Queries are one read-only statement; values go in --params, never into the SQL.",
         "The database URL comes first (`mcp-server-db URL call ...`) or from DATABASE_URL.",
     ],
     add_arguments=add_arguments,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp_server_core import (
     Cursor,
@@ -19,27 +19,18 @@ from mcp_server_core import (
 )
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_db.catalog import (
-    TableInfo,
-    cell,
-    columns_text,
-    describe,
-    json_value,
-    other_schemas,
-    per_table,
-    relations,
-    require,
-    resolve,
-    was_cut,
-)
-from mcp_server_db.catalog import distinct_values as catalog_distinct_values
-from mcp_server_db.database import Database
+from mcp_server_db.rendering import VALUE_CHARS, TableInfo, cell, columns_text, json_value, was_cut
 
-# The guard (sqlglot) is imported by the tools that parse SQL, at their first call: a server answers
-# initialize without paying for the SQL parser (bench/startup.py).
+if TYPE_CHECKING:
+    from mcp_server_db.database import Database
+
+# The catalog (SQLAlchemy) and the guard (sqlglot) are imported by the tools at their first call: a server
+# answers initialize without paying for either (bench/startup.py).
 
 Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
+QUERY_ROWS = 100
+"""The most rows one run_query answer holds; past it (or past QUERY_BYTES) it says more follow."""
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -56,7 +47,13 @@ class ObjectList(Rendered):
     next_cursor: str | None = None
 
     def render(self) -> str:
-        lines = [f"{o.kind} {o.name}" + (f" {o.info}" if o.info else "") for o in self.objects]
+        if any(o.info for o in self.objects):
+            lines = [f"{o.kind} {o.name}" + (f" {o.info}" if o.info else "") for o in self.objects]
+        else:  # names only: one line per kind, as `.tables` lists them
+            by_kind: dict[str, list[str]] = {}
+            for o in self.objects:
+                by_kind.setdefault(o.kind, []).append(o.name)
+            lines = [f"{kind}: {', '.join(names)}" for kind, names in by_kind.items()]
         if not lines:
             lines.append("No object matches.")
         if self.next_cursor:
@@ -84,15 +81,20 @@ class QueryResult(Rendered):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
-    next_cursor: str | None = None
+    """More rows followed (`more_rows`), or a value was cut."""
+    more_rows: bool = False
     _lines: list[str] | None = PrivateAttr(default=None)  # the rows as rendered, when run_query measured them
 
     def render(self) -> str:
         lines = ["\t".join(self.columns)]
         lines += self._lines if self._lines is not None else ["\t".join(cell(v) for v in row) for row in self.rows]
-        noun = "row" if len(self.rows) == 1 else "rows"
-        tail = f"({len(self.rows)} {noun}{', truncated' if self.truncated else ''})"
-        lines.append(tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else ""))
+        # A complete result needs no footer: its rows are all there is.
+        if self.more_rows:
+            lines.append(f"(the first {len(self.rows)} rows; more follow: add LIMIT/OFFSET or narrow the WHERE)")
+        elif self.truncated:
+            lines.append(f"(values over {VALUE_CHARS:,} characters cut)")
+        elif not self.rows:
+            lines.append("(no rows)")
         return "\n".join(lines)
 
 
@@ -144,13 +146,15 @@ def schema_toolset(db: Database) -> Toolset:
 
     @toolset.tool(title="Find objects", read_only=True, open_world=False)
     def find_objects(
-        pattern: Annotated[str, Field(description="substring or glob")] = "*",
+        pattern: str = "*",
         kinds: list[Kind] | None = None,
         detail: Literal["names", "summary", "full"] = "names",
         limit: Annotated[Limit, Field(le=500)] = 100,
         cursor: Cursor = None,
     ) -> ObjectList:
-        """Use to find schemas, tables, views, columns or indexes by name."""
+        """Use to find tables, views, columns, indexes or schemas by name."""
+        from mcp_server_db.catalog import other_schemas, per_table, relations
+
         wanted = set(kinds or ["table", "view"])
         scope = json.dumps([pattern, sorted(wanted), detail])
         start = int(decode_cursor(cursor, scope=scope)["offset"]) if cursor else 0
@@ -196,7 +200,9 @@ def schema_toolset(db: Database) -> Toolset:
         tables: Annotated[list[str], Field(min_length=1, max_length=50)],
         sample_rows: Annotated[int, Field(ge=0, le=20)] = 0,
     ) -> TableDescriptions:
-        """Use to see columns, keys, indexes, checks and sample rows of tables."""
+        """Use to see columns, keys, indexes and checks of tables."""
+        from mcp_server_db.catalog import describe
+
         with db.connect() as connection:
             described = describe(db, connection, tables, sample=sample_rows)
         return TableDescriptions.of(described)
@@ -208,23 +214,17 @@ def query_toolset(db: Database) -> Toolset:
     toolset = Toolset("query", "Run read-only SQL")
 
     @toolset.tool(title="Run query", read_only=True, open_world=False, budget=QUERY_BYTES + 1_000)
-    def run_query(
-        sql: str,
-        params: dict[str, Any] | None = None,
-        limit: Annotated[Limit, Field(le=1000)] = 100,
-        cursor: Cursor = None,
-    ) -> QueryResult:
+    def run_query(sql: str, params: dict[str, Any] | None = None) -> QueryResult:
         """Use to run one SELECT; params fill its :name placeholders."""
         from mcp_server_db.guard import check_read_only
 
         statement, explain = check_read_only(sql, db.dialect, db.allowed_functions)
         if explain:
             statement = _explain_sql(db, statement)
-        scope = json.dumps([sql, params], sort_keys=True, default=str)
-        offset = int(decode_cursor(cursor, scope=scope)["offset"]) if cursor else 0
         # Bounded whatever the query returns: rows stream from the engine, at most a page is held, long values
-        # are cut, and the page stops at the byte budget in text and in structured content alike.
-        with db.connect(max_rows=None if explain else offset + limit + 1) as connection:
+        # are cut, and the page stops at QUERY_ROWS or the byte budget in text and in structured content alike.
+        # No cursor: SQL pages itself (LIMIT/OFFSET), which the model writes anyway, and the schema stays small.
+        with db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection:
             try:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
@@ -234,15 +234,12 @@ def query_toolset(db: Database) -> Toolset:
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
             columns = list(map(str, result.keys()))
-            skipped = 0
-            while skipped < offset and (chunk := result.fetchmany(min(offset - skipped, 1000))):
-                skipped += len(chunk)
             rows: list[list[Any]] = []
             lines: list[str] = []  # each row's text line, measured here and rendered as is
             text_used = structured_used = 0
             more = cut = False
-            for row in _rows(result, limit + 1):
-                if len(rows) == limit:
+            for row in _rows(result, QUERY_ROWS + 1):
+                if len(rows) == QUERY_ROWS:
                     more = True
                     break
                 values = [json_value(v) for v in row]
@@ -256,8 +253,7 @@ def query_toolset(db: Database) -> Toolset:
                 rows.append(values)
                 lines.append(line)
             result.close()
-        next_cursor = encode_cursor({"offset": offset + len(rows)}, scope=scope) if more else None
-        query_result = QueryResult(columns=columns, rows=rows, truncated=more or cut, next_cursor=next_cursor)
+        query_result = QueryResult(columns=columns, rows=rows, truncated=more or cut, more_rows=more)
         query_result._lines = lines
         return query_result
 
@@ -289,6 +285,9 @@ def analysis_toolset(db: Database) -> Toolset:
         limit: Annotated[Limit, Field(le=200)] = 20,
     ) -> ValueCounts:
         """Use to see the most common values of a column, with counts."""
+        from mcp_server_db.catalog import distinct_values as catalog_distinct_values
+        from mcp_server_db.catalog import require, resolve
+
         with db.connect() as connection:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
@@ -299,7 +298,7 @@ def analysis_toolset(db: Database) -> Toolset:
     return toolset
 
 
-def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
+def write_toolset(db: Database, *, before_write: Callable[[], None], after_write: Callable[[], None]) -> Toolset:
     """Present only with --allow-write: the server registers it, and nothing else can write."""
     toolset = Toolset("write", "Change data and schema (--allow-write)")
 
@@ -309,6 +308,7 @@ def write_toolset(db: Database, *, after_write: Callable[[], None]) -> Toolset:
         from mcp_server_db.guard import check_one_statement, written_tables
 
         statement = check_one_statement(sql, db.dialect)
+        before_write()  # the schema as it was, for after_write to compare with
         for table in written_tables(statement, db.dialect):
             audit_target(f"table:{table}")  # what the write changes, in its call's audit line
         with db.connect(write=True) as connection:
