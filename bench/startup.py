@@ -1,13 +1,14 @@
 """`make bench-startup`: cold start of every server beside bare FastMCP, and a command-line call, in one run.
 
-    uv run python bench/startup.py [--spawns 10] [--output bench/results-startup.md]
+    uv run python bench/startup.py [--spawns 10] [--only SERVER ...] [--output bench/results-startup.md]
 
 Every source the servers import is compiled to bytecode first: these machines set PYTHONDONTWRITEBYTECODE=1, so
 without it the workspace's own modules (installed editable) would be compiled at every start and the figure
 would measure the compiler. Then, taking turns so drift hits all alike:
 - cold start: spawn to the initialize answer over stdio, as a host starts a server (median of the spawns);
 - a command: `mcp-server-X [options] call TOOL ...`, spawn to exit, the same trivial call as a command.
-GitHub and Slack run against the test suites' fake APIs. Writes bench/results-startup.md and prints it.
+GitHub and Slack run against the test suites' fake APIs. Writes bench/results-startup.md and prints it;
+`--only` (e.g. `--only db`) measures those servers beside bare FastMCP and prints them without writing the report.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def command(argv: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--spawns", type=int, default=10)
+    parser.add_argument("--only", nargs="+", metavar="SERVER", help="e.g. db github: these beside bare FastMCP")
     parser.add_argument("--output", default=str(HERE / "results-startup.md"))
     options = parser.parse_args()
     for folder in SOURCES:
@@ -97,6 +99,12 @@ def main() -> None:
                 ["list_channels", "--limit", "5"],
             ),
         }
+        if options.only:
+            servers = {
+                name: spec
+                for name, spec in servers.items()
+                if name == "bare FastMCP" or name.removeprefix("mcp-server-") in options.only
+            }
         starts: dict[str, list[float]] = {name: [] for name in servers}
         calls: dict[str, list[float]] = {name: [] for name, (_, _, words) in servers.items() if words}
         print(f"{options.spawns} rounds, the servers taking turns …", file=sys.stderr)
@@ -123,7 +131,8 @@ def main() -> None:
         ratio = f"{statistics.median(calls[name]) / start:.2f}" if name in calls else "—"
         lines.append(f"| {name} | {start * 1000:.0f} ms | {start / bare:.2f} | {call} | {ratio} |")
     report = "\n".join(lines) + "\n"
-    Path(options.output).write_text(report)
+    if not options.only:
+        Path(options.output).write_text(report)
     print(report)
 
 

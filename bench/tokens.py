@@ -1,6 +1,6 @@
 """`make bench-tokens`: what each track costs the model in tokens, for the same tasks, in one run.
 
-    uv run python bench/tokens.py [--no-anchors] [--output bench/results-tokens.md]
+    uv run python bench/tokens.py [--no-anchors] [--only SECTION ...] [--output bench/results-tokens.md]
 
 Counted with an offline o200k_base tokenizer (bpe-openai), on what the model sees:
 - MCP track: the schema floor once (each listed tool's name + description + inputSchema), then per call the
@@ -10,7 +10,8 @@ Counted with an offline o200k_base tokenizer (bpe-openai), on what the model see
 - plain shell: the command line and what it prints.
 Every server runs as a subprocess as a host or a shell runs it; GitHub and Slack run against the test suites'
 fake APIs. Anchors install from the package registries at bench time (npm, uvx); `--no-anchors` skips them.
-Writes bench/results-tokens.md and prints it.
+Writes bench/results-tokens.md and prints it; `--only` (floors, filesystem, db, github, slack) runs some sections
+and prints them without writing the report, for a quick look while developing.
 """
 
 from __future__ import annotations
@@ -385,26 +386,31 @@ def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[s
     return "\n".join(lines) + "\n"
 
 
+SECTIONS = ("floors", "filesystem", "db", "github", "slack")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-anchors", action="store_true", help="skip the anchor servers (no npm or uvx install)")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run these sections; print, write nothing")
     parser.add_argument("--output", default=str(HERE / "results-tokens.md"))
     options = parser.parse_args()
+    chosen = set(options.only or SECTIONS)
+    anchors = not options.no_anchors
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
-        tree = source_tree(scratch)
-        tasks = {
-            "filesystem: find a definition and read 30 lines; a tree to depth 2; one exact edit": filesystem_tasks(
-                tree, not options.no_anchors, scratch / "npm"
+        sections: dict[str, Callable[[], dict[str, dict[str, Any]]]] = {
+            "filesystem: find a definition and read 30 lines; a tree to depth 2; one exact edit": lambda: (
+                filesystem_tasks(source_tree(scratch), anchors, scratch / "npm")
             ),
-            "db: list tables, describe two, one aggregate query (bundled sample)": db_tasks(
-                not options.no_anchors, scratch
-            ),
-            "github: read an issue with its comments; read a pull request with its files (fake API)": github_tasks(),
-            "slack: read a channel page; search (fake API)": slack_tasks(scratch),
+            "db: list tables, describe two, one aggregate query (bundled sample)": lambda: db_tasks(anchors, scratch),
+            "github: read an issue with its comments; read a pull request with its files (fake API)": github_tasks,
+            "slack: read a channel page; search (fake API)": lambda: slack_tasks(scratch),
         }
-        report = render(tasks, floors(scratch))
-    Path(options.output).write_text(report)
+        tasks = {title: run() for title, run in sections.items() if title.split(":")[0] in chosen}
+        report = render(tasks, floors(scratch) if "floors" in chosen else [])
+    if options.only is None:
+        Path(options.output).write_text(report)
     print(report)
 
 
