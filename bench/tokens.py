@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from generated_cli import generate as generate_cli
 from mcp_server_core.testing.wire import StdioWire, python_module
 
 HERE = Path(__file__).parent
@@ -154,62 +155,28 @@ def _skill_tokens(skill: str) -> tuple[int, int]:
 
 
 class GeneratedCliTrack:
-    """`fastmcp generate-cli` for the same server: a script whose `call-tool TOOL --flag V` starts the server and
-    an MCP client for each call, and the SKILL.md written beside it (resident front matter, body read once).
-
-    A call is counted as its SKILL.md tells the model to type it (`uv run --with fastmcp python cli.py call-tool
-    …`) and as the script prints the answer (the structured content as JSON when the tool has one, else the text).
-    """
+    """`fastmcp generate-cli` for the same server (bench/generated_cli.py): its SKILL.md (resident front matter,
+    body read once), then each call counted as the SKILL.md tells the model to type it (`uv run --with fastmcp
+    python cli.py call-tool …`) and as the script prints the answer (the structured content as JSON when the tool
+    has one, else the text)."""
 
     def __init__(
         self, name: str, argv: list[str], env: dict[str, str], folder: Path, origins: RealOrigins | None = None
     ) -> None:
         self.origins = origins or {}
-        folder.mkdir(parents=True)
-        # An MCPConfig file: the script keeps it as its CLIENT_SPEC; its stem names the CLI and the skill.
-        config = folder / f"{name}.json"
-        config.write_text(json.dumps({"mcpServers": {name: {"command": argv[0], "args": argv[1:], "env": env}}}))
-        fastmcp = Path(sys.executable).with_name("fastmcp")
-        done = subprocess.run(
-            [str(fastmcp), "generate-cli", config.name, "cli.py"], capture_output=True, text=True, cwd=folder
-        )
-        if done.returncode:
-            raise RuntimeError(f"fastmcp generate-cli {name}: {done.stdout[-300:]} {done.stderr[-300:]}")
-        self.script = folder / "cli.py"
-        skill = (folder / "SKILL.md").read_text()
-        self.resident, self.body = _skill_tokens(skill)
-        # The script json.loads every flag whose schema is not a plain type or a list of them (a path that may
-        # also be a list, say); its SKILL.md marks those "JSON string", which is how a model would know.
-        self.json_flags = {
-            (section.split("\n", 1)[0].strip(), flag)
-            for section in skill.split("\n### ")[1:]
-            for flag in re.findall(r"^\| `(--[\w-]+)` \|.*JSON string \|$", section, re.M)
-        }
+        self.generated = generate_cli(name, argv, env, folder)
+        self.resident, self.body = _skill_tokens(self.generated.skill)
         self.spent = 0
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
-        flags: list[str] = []
-        for key, value in arguments.items():
-            flag = "--" + key.replace("_", "-")
-            if (name, flag) in self.json_flags:
-                flags += [flag, json.dumps(value)]
-            elif isinstance(value, bool):
-                flags += [flag] if value else []
-            elif isinstance(value, list) and all(isinstance(item, (str, int)) for item in value):
-                flags += [word for item in value for word in (flag, str(item))]
-            else:
-                flags += [flag, str(value)]
+        words = self.generated.argv(name, arguments)
         done = subprocess.run(
-            [sys.executable, str(self.script), "call-tool", name, *flags],
-            capture_output=True,
-            text=True,
-            timeout=120,
+            [sys.executable, str(self.generated.script), *words], capture_output=True, text=True, timeout=120
         )
         out = _as_real(done.stdout, self.origins)
         if done.returncode:
             raise RuntimeError(f"generated CLI {name}: {out[-300:]} {done.stderr[-300:]}")
-        typed = ["uv", "run", "--with", "fastmcp", "python", "cli.py", "call-tool", name, *flags]
-        self.spent += tokens(shlex.join(typed)) + tokens(out)
+        self.spent += tokens(shlex.join(["uv", "run", "--with", "fastmcp", "python", "cli.py", *words])) + tokens(out)
         return out
 
     def row(self) -> dict[str, Any]:
@@ -558,12 +525,16 @@ def floors(tmp: Path, anchors: bool, npm_dir: Path) -> list[tuple[str, list[Floo
         return rows
     from mcp_server_db.database import sample_path
 
+    sample = tmp / "sample.db"
+    if not sample.exists():
+        shutil.copy(sample_path(), sample)
     anchor_launchers: list[tuple[str, str, list[str], dict[str, str]]] = [
         # (row, npm package or "", argv after the entry point, environment)
         ("official server-filesystem (anchor)", "@modelcontextprotocol/server-filesystem", [str(tmp)], {}),
         ("archived server-github (anchor)", ARCHIVED_GITHUB, [], {}),
         ("archived server-slack (anchor)", ARCHIVED_SLACK, [], {"SLACK_BOT_TOKEN": "xoxb-0", "SLACK_TEAM_ID": "T0"}),
-        (f"{ALCHEMY.split('==')[0]} (anchor)", "", [], {"DB_URL": f"sqlite:///{sample_path()}"}),
+        # The same copy as the db tasks use: mcp-alchemy's descriptions name the database.
+        (f"{ALCHEMY.split('==')[0]} (anchor)", "", [], {"DB_URL": f"sqlite:///{sample}"}),
     ]
     for name, package, args, env in anchor_launchers:
         entry = install_npm(npm_dir, package, "dist/index.js") if package else None
