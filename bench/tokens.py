@@ -184,13 +184,22 @@ class GeneratedCliTrack:
 
 
 class Shell:
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
+    """Plain shell commands; against a fake API each is counted as typed for the real host (`origins`)."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None, origins: RealOrigins | None = None) -> None:
+        self.cwd, self.env, self.origins = cwd, {**os.environ, **(env or {})}, origins or {}
         self.spent = 0
 
     def run(self, command: str) -> str:
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=self.cwd, timeout=120)
-        self.spent += tokens(command) + tokens(done.stdout + done.stderr)
+        done = subprocess.run(
+            ["bash", "-c", command], capture_output=True, text=True, cwd=self.cwd, env=self.env, timeout=120
+        )
+        if done.returncode or not done.stdout.strip():  # a failed step would make the shell look cheap
+            raise RuntimeError(f"{command}: {done.returncode} {done.stderr[-300:]}")
+        shown, out = _as_real(command, self.origins), _as_real(done.stdout + done.stderr, self.origins)
+        self.spent += tokens(shown) + tokens(out)
+        if os.environ.get("BENCH_SHOW_SHELL"):
+            print(f"$ {shown}\n{out}", file=sys.stderr)
         return done.stdout
 
 
@@ -424,6 +433,17 @@ def github_tasks(anchors: bool, npm_dir: Path, scratch: Path) -> dict[str, dict[
         rows |= _generated_cli_row(
             server, [*argv, "--toolsets", "all"], _github_calls, scratch / "generated-github", env, origins
         )
+        # The plain shell: curl on the REST API, jq keeping what our tools show.
+        shell = Shell(scratch, env, origins)
+        api = f'curl -sH "Authorization: Bearer $GITHUB_TOKEN" {fake.url}/repos/acme/widgets'
+        shell.run(f"{api}/issues/1 | jq '{{title, state, user: .user.login, labels: [.labels[].name], body}}'")
+        shell.run(f"{api}/issues/1/comments | jq '.[] | {{user: .user.login, created_at, body}}'")
+        shell.run(
+            f"{api}/pulls/46 | jq '{{title, state, user: .user.login, head: .head.label, base: .base.ref, body, "
+            "commits, additions, deletions, changed_files, mergeable_state}'"
+        )
+        shell.run(f"{api}/pulls/46/files | jq -r '.[] | \"\\(.status) \\(.filename) +\\(.additions) -\\(.deletions)\"'")
+        rows["shell (curl, jq)"] = {"calls": shell.spent}
         archived = (
             archived_anchor(
                 npm_dir,
@@ -466,6 +486,20 @@ def slack_tasks(anchors: bool, npm_dir: Path, scratch: Path) -> dict[str, dict[s
         cli.call("search_messages", "deploy")
         rows[f"{server} (CLI + Skill)"] = cli.row()
         rows |= _generated_cli_row(server, argv, _slack_calls, scratch / "generated-slack", origins=origins)
+        # The plain shell: curl on the Web API, jq keeping each message's fields (authors stay user IDs).
+        shell = Shell(scratch, {"SLACK_BOT_TOKEN": module.BOT_TOKEN, "SLACK_USER_TOKEN": module.USER_TOKEN}, origins)
+        api = f'curl -sH "Authorization: Bearer $SLACK_BOT_TOKEN" "{fake.url.rstrip("/")}'
+        general = shell.run(
+            f"""{api}/conversations.list?limit=200" | jq -r '.channels[] | select(.name == "general") | .id'"""
+        ).strip()
+        shell.run(
+            f"{api}/conversations.history?channel={general}&limit=50\" | jq -c '.messages[] | {{user, ts, text}}'"
+        )
+        shell.run(
+            f'{api.replace("BOT", "USER")}/search.messages?query=deploy" '
+            "| jq -c '.messages.matches[] | {channel: .channel.name, username, ts, text}'"
+        )
+        rows["shell (curl, jq)"] = {"calls": shell.spent}
         archived = (
             archived_anchor(
                 npm_dir,
