@@ -88,8 +88,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="SERVER", help="e.g. db github: these beside bare FastMCP")
     parser.add_argument("--output", default=str(HERE / "results-startup.md"))
     options = parser.parse_args()
-    for folder in SOURCES:
-        compileall.compile_dir(str(folder), quiet=1)
+    for source in SOURCES:
+        compileall.compile_dir(str(source), quiet=1)
     github = _load("startup_fake_github", "packages/mcp-server-github/tests/fake_github.py")
     slack = _load("startup_fake_slack", "packages/mcp-server-slack/tests/fake_slack.py")
     fake_github = github.FakeGitHub().start()

@@ -40,7 +40,7 @@ ALCHEMY = "mcp-alchemy==2026.10.15.202659"
 
 with warnings.catch_warnings():  # bpe-openai 0.1 opens its data with a deprecated importlib call
     warnings.simplefilter("ignore", DeprecationWarning)
-    import bpe_openai
+    import bpe_openai  # type: ignore[import-untyped]
 
     _ENCODING = bpe_openai.get_encoding("o200k_base")
 
@@ -284,7 +284,9 @@ def _generated_cli_row(
 
 
 def filesystem_tasks(tree: Path, anchors: bool, npm_dir: Path) -> dict[str, dict[str, Any]]:
-    fresh = lambda: _fresh_copy(tree)  # noqa: E731 - each track edits its own copy
+    def fresh() -> Path:  # each track edits its own copy
+        return _fresh_copy(tree)
+
     server = "mcp-server-filesystem"
     rows = _mcp_rows(server, python_module("mcp_server_filesystem", str(fresh())), _filesystem_calls, {"MCP": ""})
     rows |= _mcp_rows(server, python_module("mcp_server_filesystem", str(fresh())), _filesystem_calls, DYNAMIC)
@@ -647,6 +649,9 @@ def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[s
         "Rows marked anchor are other projects' servers in the same run; the archived GitHub and Slack servers run",
         "against the same fakes through bench/fetch_to_fake.cjs (a Node preload: they read no base-URL setting).",
         "`fastmcp generate-cli` rows: the script it writes for our server, and its SKILL.md.",
+        "Dynamic rows (and GitHub's default row, whose toolsets, context and issues, lack get_pull_request) count",
+        "list_toolsets and enable_toolset as calls and the schemas they switch on once, as read once.",
+        "GitHub's and Slack's plain shell is curl on the API with jq keeping the fields our tools show.",
         "",
     ]
     if tasks:
