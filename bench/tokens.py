@@ -570,7 +570,7 @@ def floors(tmp: Path, anchors: bool, npm_dir: Path) -> list[tuple[str, list[Floo
         ("archived server-github (anchor)", ARCHIVED_GITHUB, [], {}),
         ("archived server-slack (anchor)", ARCHIVED_SLACK, [], {"SLACK_BOT_TOKEN": "xoxb-0", "SLACK_TEAM_ID": "T0"}),
         # The same copy as the db tasks use: mcp-alchemy's descriptions name the database.
-        (f"{ALCHEMY.split('==')[0]} (anchor)", "", [], {"DB_URL": f"sqlite:///{sample}"}),
+        (f"{ALCHEMY.replace('==', ' ')} (anchor)", "", [], {"DB_URL": f"sqlite:///{sample}"}),
     ]
     for name, package, args, env in anchor_launchers:
         entry = install_npm(npm_dir, package, "dist/index.js") if package else None
@@ -579,7 +579,10 @@ def floors(tmp: Path, anchors: bool, npm_dir: Path) -> list[tuple[str, list[Floo
         argv = ["node", entry, *args] if entry else [*_uvx(), "--quiet", "--from", ALCHEMY, "mcp-alchemy"]
         track = McpTrack(argv, env)
         track.close()
-        rows.append((name, [(track.tools, track.floor), None, None]))
+        version = json.loads((Path(entry).parents[1] / "package.json").read_text())["version"] if entry else ""
+        rows.append(
+            (name.replace(" (", f" {version} (") if version else name, [(track.tools, track.floor), None, None])
+        )
     return rows
 
 
@@ -651,7 +654,8 @@ def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[s
         "`fastmcp generate-cli` rows: the script it writes for our server, and its SKILL.md.",
         "Dynamic rows (and GitHub's default row, whose toolsets, context and issues, lack get_pull_request) count",
         "list_toolsets and enable_toolset as calls and the schemas they switch on once, as read once.",
-        "GitHub's and Slack's plain shell is curl on the API with jq keeping the fields our tools show.",
+        "GitHub's and Slack's plain shell is curl on the API with jq keeping the fields our tools show. The archived",
+        "Slack server takes channel IDs only: its first channel page (its default size, 100) finds #general.",
         "",
     ]
     if tasks:
