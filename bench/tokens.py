@@ -4,14 +4,18 @@
 
 Counted with an offline o200k_base tokenizer (bpe-openai), on what the model sees:
 - MCP track: the schema floor once (each listed tool's name + description + inputSchema), then per call the
-  tool name, the arguments as JSON and the result text;
+  tool name, the arguments as JSON and the result text; started with `--toolsets dynamic` (and GitHub at its
+  defaults, which lack get_pull_request) list_toolsets and enable_toolset are calls too and the schemas they
+  switch on are read once;
 - command-line + Skill track: the skill's name + description (resident), its SKILL.md body once (read when
-  a task matches), then per call the command line and what it prints;
-- plain shell: the command line and what it prints.
+  a task matches), then per call the command line and what it prints; the same for the script and SKILL.md
+  that `fastmcp generate-cli` writes for our server;
+- plain shell: the command line and what it prints (GitHub, Slack: curl on the API, jq picking fields).
 Every server runs as a subprocess as a host or a shell runs it; GitHub and Slack run against the test suites'
-fake APIs. Anchors install from the package registries at bench time (npm, uvx); `--no-anchors` skips them.
-Writes bench/results-tokens.md and prints it; `--only` (floors, filesystem, db, github, slack) runs some sections
-and prints them without writing the report, for a quick look while developing.
+fake APIs, the archived Node reference servers too (bench/fetch_to_fake.cjs sends their fetches for the real
+host to the fakes). Anchors install from the package registries at bench time (npm, uvx); `--no-anchors` skips
+them. Writes bench/results-tokens.md and prints it, the issue's targets marked met or not; `--only` (floors,
+filesystem, db, github, slack) runs some sections and prints them without writing the report.
 """
 
 from __future__ import annotations
@@ -651,7 +655,8 @@ def render(tasks: dict[str, dict[str, dict[str, Any]]], floor_rows: list[tuple[s
         "`make bench-tokens` (bench/tokens.py); o200k_base, counted offline with bpe-openai on what the model sees.",
         "Rows marked anchor are other projects' servers in the same run; the archived GitHub and Slack servers run",
         "against the same fakes through bench/fetch_to_fake.cjs (a Node preload: they read no base-URL setting).",
-        "`fastmcp generate-cli` rows: the script it writes for our server, and its SKILL.md.",
+        "`fastmcp generate-cli` rows: the script it writes for our server, and its SKILL.md (GitHub's from",
+        "`--toolsets all`: every call of the script is a new session, so discovery cannot switch a toolset on).",
         "Dynamic rows (and GitHub's default row, whose toolsets, context and issues, lack get_pull_request) count",
         "list_toolsets and enable_toolset as calls and the schemas they switch on once, as read once.",
         "GitHub's and Slack's plain shell is curl on the API with jq keeping the fields our tools show. The archived",
