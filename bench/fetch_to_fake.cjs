@@ -22,7 +22,8 @@ function rerouted(url) {
   return url;
 }
 
-globalThis.fetch = function fetchToFake(input, init) {
+// async, so a refusal is a rejected promise as fetch's own failures are, not a throw at the call.
+globalThis.fetch = async function fetchToFake(input, init) {
   if (input instanceof Request) {
     return realFetch(new Request(rerouted(input.url), input), init);
   }
