@@ -1,4 +1,4 @@
-"""`make bench-startup`: cold start of every server beside bare FastMCP, and a command-line call, in one run.
+"""`make bench-startup`: cold start of every server beside bare FastMCP, a command and generate-cli's script.
 
     uv run python bench/startup.py [--spawns 10] [--only SERVER ...] [--output bench/results-startup.md]
 
