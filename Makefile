@@ -92,11 +92,11 @@ bench: install ## Benchmarks, each server beside its anchor in one run; writes b
 	$(UV) run --no-sync python bench/filesystem.py
 
 .PHONY: bench-tokens
-bench-tokens: install ## Tokens per track (MCP, command line + Skill, shell) for the same tasks; bench/results-tokens.md
+bench-tokens: install ## Tokens per track (MCP, command line + Skill, shell, anchors, generate-cli) for the same tasks; bench/results-tokens.md
 	$(UV) run --no-sync python bench/tokens.py
 
 .PHONY: bench-startup
-bench-startup: install ## Cold start of every server beside bare FastMCP, and a command's; bench/results-startup.md
+bench-startup: install ## Cold start of every server beside bare FastMCP, a command's, generate-cli's; bench/results-startup.md
 	$(UV) run --no-sync python bench/startup.py
 
 .PHONY: bench-hostile
