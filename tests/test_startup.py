@@ -81,7 +81,7 @@ def _started(server: str, tmp_path: Path) -> dict[str, Any]:
     return report
 
 
-@pytest.mark.parametrize("server", ["template", "filesystem", "slack"])
+@pytest.mark.parametrize("server", sorted(SERVERS))
 def test_serving_over_stdio_loads_no_http_auth_metrics_or_tracing_sdk(server: str, tmp_path: Path) -> None:
     assert _started(server, tmp_path)["loaded"] == []
 
@@ -96,7 +96,7 @@ def _paused_while_loading(report: dict[str, Any], module: str) -> None:
     assert report["collecting"] is True
 
 
-@pytest.mark.parametrize("server", ["template", "filesystem", "slack"])
+@pytest.mark.parametrize("server", sorted(SERVERS))
 def test_the_collector_waits_out_start_up_and_runs_while_serving(server: str, tmp_path: Path) -> None:
     _paused_while_loading(_started(server, tmp_path), "fastmcp")
 
