@@ -12,6 +12,7 @@ command line wins. Bearer tokens come from the environment or a file, never from
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -237,8 +238,34 @@ def _command_at(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int | N
 
 
 def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
-    """Parse the command line, then serve, or run one command of the command-line track."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Parse the command line, then serve, or run one command of the command-line track.
+
+    Meant as the process's main: from the moment it serves (or runs the command's tool) what is loaded is
+    frozen out of the cyclic collector for the rest of the process's life (`_start_collecting`).
+    """
+    collecting = gc.isenabled()
+    # Start-up allocates some 170,000 long-lived objects (fastmcp, the MCP SDK, pydantic schemas) and little
+    # garbage, yet the cyclic collector walks the growing heap again and again while they load: 150 ms of CPU
+    # or more, a tenth of a cold start. So it pauses until the server is built, or the command's domain loaded.
+    gc.disable()
+    try:
+        _run(spec, list(sys.argv[1:] if argv is None else argv), collecting=collecting)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _start_collecting(collecting: bool) -> None:
+    """Resume the collector for the rest of the process's life, as the server starts serving or the command
+    runs its tool. What start-up made stays for that life (modules, classes, schemas, the server), so it is
+    frozen out of every later collection rather than walked by each (and by the one at exit); the few thousand
+    cycles start-up left unreachable stay with it (the template's: 2,900 objects, 0.7 MB)."""
+    if collecting:
+        gc.freeze()
+        gc.enable()
+
+
+def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
     parser = _parser(spec)
     at = _command_at(parser, argv) if spec.toolsets is not None else None
     command = argv[at:] if at is not None else []
@@ -253,7 +280,7 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         parser.error(problems)
     if command:
-        parser.exit(_run_command(spec, settings, command))
+        parser.exit(_run_command(spec, settings, command, started=lambda: _start_collecting(collecting)))
     if print_config:
         arguments, env = settings_in_force(parser, settings)
         env.update(spec.host_env(settings) if spec.host_env is not None else {})
@@ -266,11 +293,14 @@ def run(spec: ServerSpec[Any], argv: Sequence[str] | None = None) -> None:
             from mcp_server_core.http import check_http_settings
 
             check_http_settings(settings)  # refuse in the parent, before any worker starts
+            _start_collecting(collecting)  # before the fork, so the workers share the frozen pages too
             code = serve_workers(lambda: build(spec, settings), settings)
             if code:
                 parser.exit(code)
             return
-        serve(build(spec, settings), settings)
+        server = build(spec, settings)
+        _start_collecting(collecting)
+        serve(server, settings)
     except ValueError as exc:
         parser.exit(2, f"{spec.distribution}: error: {exc}\n")
     except KeyboardInterrupt:
@@ -306,14 +336,18 @@ def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
     return server
 
 
-def _run_command(spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str]) -> int:
+def _run_command(
+    spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str], *, started: Callable[[], None]
+) -> int:
     from mcp_server_core.errors import configure_logging
 
     assert spec.toolsets is not None
     configure_logging(settings.log_level)  # stderr, redacted, as the server's; stdout holds the result only
     try:
         with spec.toolsets(settings) as toolsets:
-            code = _commands(spec, settings, toolsets).main(argv)
+            commands = _commands(spec, settings, toolsets)
+            started()  # the domain is loaded; the tool's own garbage is collected as it runs
+            code = commands.main(argv)
             sys.stdout.flush()
             return code
     except BrokenPipeError:  # `| head` stopped reading: what it read is what was wanted
