@@ -39,6 +39,10 @@ def open_database(settings: DbSettings) -> Database:
 
 @contextmanager
 def toolsets(settings: DbSettings) -> Iterator[Sequence[Toolset]]:
+    # A command always reaches the database: SQLAlchemy loads here, while the helpers keep the collector paused
+    # for start-up (cli._run_command), rather than inside the call. The server keeps it for its first connection.
+    import sqlalchemy  # noqa: F401
+
     from mcp_server_db.tools import analysis_toolset, query_toolset, schema_toolset, write_toolset
 
     db = open_database(settings)
