@@ -141,6 +141,22 @@ def test_read_only_holds_on_the_command_track_seen_from_outside(tmp_path: Path) 
     assert no_writes.returncode == 2  # not offered without --allow-write
 
 
+def test_a_json_argument_is_written_from_the_shape_its_skill_line_gives(tmp_path: Path) -> None:
+    # The MCP track shows edit_file's whole schema; the command track must say as much, or a model reading the
+    # skill could only guess what `edits` holds.
+    argv, env = _launch("filesystem", tmp_path, None)
+    skill = _run(argv, env, "skill").stdout
+    line = next(line for line in skill.splitlines() if "call edit_file" in line)
+    shape = re.search(r"'(\[.*?\])'", line)
+    assert shape, line
+    assert shape.group(1) == '[{"old_text":str,"new_text":str,"count"?:int}]'
+    assert shape.group(1) in _run(argv, env, "call", "edit_file", "--help").stdout.replace("\n", "")
+    edits = json.dumps([{"old_text": "return 42", "new_text": "return 43"}])
+    done = _run(argv, env, "call", "edit_file", "src/app.py", edits)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "src" / "app.py").read_text() == "def main():\n    return 43\n"
+
+
 # --- Agent Skills ----------------------------------------------------------------------------------------------
 
 

@@ -92,6 +92,37 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
     return "scalar"
 
 
+_SCALARS = {"string": "str", "integer": "int", "number": "num", "boolean": "bool", "null": "null"}
+
+
+def _shape(schema: dict[str, Any], definitions: dict[str, Any], depth: int = 0) -> str:
+    """A JSON argument's shape in few tokens, `[{"old_text":str,"new_text":str,"count"?:int}]`: without it a
+    command line (a Skill's line, `--help`) says only "JSON", where the MCP track shows the whole schema."""
+    if "$ref" in schema:
+        schema = definitions.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    if depth > 3:
+        return "…"
+    if "enum" in schema:
+        return "|".join(json.dumps(value) for value in schema["enum"])
+    variants = schema.get("anyOf")
+    if variants:
+        return "|".join(_shape(v, definitions, depth + 1) for v in variants if v.get("type") != "null")
+    kind = schema.get("type")
+    if kind == "array":
+        return f"[{_shape(schema.get('items', {}), definitions, depth + 1)}]"
+    if kind == "object" and "properties" not in schema:  # a mapping: {"name": value, ...}
+        values = schema.get("additionalProperties")
+        return f"{{str:{_shape(values if isinstance(values, dict) else {}, definitions, depth + 1)}}}"
+    if kind == "object" or "properties" in schema:
+        required = set(schema.get("required", []))
+        fields = (
+            f'"{name}"{"" if name in required else "?"}:{_shape(prop, definitions, depth + 1)}'
+            for name, prop in schema.get("properties", {}).items()
+        )
+        return "{" + ",".join(fields) + "}"
+    return _SCALARS.get(str(kind), "any")
+
+
 @dataclass(frozen=True)
 class _Argument:
     """One of a tool's arguments as a command line writes it, read once from its input schema."""
@@ -101,10 +132,12 @@ class _Argument:
     required: bool
     help: str
     choices: list[Any] | None
+    shape: str = ""
+    """A JSON argument's shape (`_shape`); empty for the others."""
 
     @property
     def metavar(self) -> str:
-        return "JSON" if self.kind == "json" else self.name.upper()
+        return f"'{self.shape}'" if self.kind == "json" else self.name.upper()
 
     @property
     def repeated(self) -> bool:
@@ -123,7 +156,11 @@ def _arguments_of(model: type[BaseModel]) -> list[_Argument]:
         help_text = described or ""
         if "default" in prop and prop["default"] is not None:
             help_text += f" (default {json.dumps(prop['default'])})"
-        found.append(_Argument(name, _kind(prop, definitions), name in required, help_text.strip(), prop.get("enum")))
+        kind = _kind(prop, definitions)
+        shape = _shape(prop, definitions) if kind == "json" else ""
+        if shape:
+            help_text = f"JSON {shape}" + (f"; {help_text}" if help_text else "")
+        found.append(_Argument(name, kind, name in required, help_text.strip(), prop.get("enum"), shape))
     return found
 
 
@@ -149,7 +186,7 @@ def usage_line(definition: ToolDefinition) -> str:
         elif argument.kind == "flag":
             words.append(f"[{_option(argument.name)}]")
         else:
-            words.append(f"[{_option(argument.name)} {'JSON' if argument.kind == 'json' else 'V'}]")
+            words.append(f"[{_option(argument.name)} {argument.metavar if argument.kind == 'json' else 'V'}]")
     return " ".join(words)
 
 

@@ -71,7 +71,8 @@ def skill_markdown(commands: ToolCommands) -> str:
                 f"Run `{name} [server options] call TOOL ARGS` (`call TOOL --help`: every option).",
                 # Only what the commands listed use: a line said for nothing is read for nothing.
                 *(["A list option repeats."] if kinds & {"list", "scalar-or-list"} else []),
-                *(["JSON is an object."] if "json" in kinds else []),
+                # A JSON argument's line gives its shape: `?` marks an optional field.
+                *(["In a JSON shape, `?` marks an optional field."] if "json" in kinds else []),
                 "`--json` prints the structured result.",
                 *(
                     ["Lists page with `--limit N` and `--cursor` (the next_cursor printed)."]
