@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.util
 import platform
 import statistics
 import sys
@@ -30,18 +29,13 @@ sys.modules.pop("github", None)
 
 github = importlib.import_module("github")
 from fastmcp import Client  # noqa: E402 - after the path fix above
-from mcp_server_core.testing import tools_list_bytes  # noqa: E402
+from mcp_server_core.testing import module_at, tools_list_bytes  # noqa: E402
 
 FAKE_PATH = HERE.parent / "packages" / "mcp-server-github" / "tests" / "fake_github.py"
 REPO = "acme/widgets"
 TIMED = 20
 
-spec = importlib.util.spec_from_file_location("fake_github", FAKE_PATH)
-assert spec is not None
-assert spec.loader is not None
-fake_github = importlib.util.module_from_spec(spec)
-sys.modules["fake_github"] = fake_github
-spec.loader.exec_module(fake_github)
+fake_github: Any = module_at("fake_github", FAKE_PATH)
 
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("who am I", "get_me", {}),

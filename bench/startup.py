@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import importlib.util
 import os
 import platform
 import shlex
@@ -31,21 +30,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from generated_cli import generate as generate_cli
+from mcp_server_core.testing.modules import module_at
 from mcp_server_core.testing.wire import StdioWire, python_module
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 SOURCES = [ROOT / "shared" / "src", *(ROOT / "packages").glob("*/src"), *(ROOT / "examples").glob("*/src"), HERE]
-
-
-def _load(name: str, path: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def cold_start(argv: list[str], env: dict[str, str]) -> float:
@@ -91,8 +81,8 @@ def main() -> None:
     options = parser.parse_args()
     for source in SOURCES:
         compileall.compile_dir(str(source), quiet=1)
-    github = _load("startup_fake_github", "packages/mcp-server-github/tests/fake_github.py")
-    slack = _load("startup_fake_slack", "packages/mcp-server-slack/tests/fake_slack.py")
+    github = module_at("startup_fake_github", ROOT / "packages/mcp-server-github/tests/fake_github.py")
+    slack = module_at("startup_fake_slack", ROOT / "packages/mcp-server-slack/tests/fake_slack.py")
     fake_github = github.FakeGitHub().start()
     fake_slack = slack.FakeSlack()
     with tempfile.TemporaryDirectory() as folder, fake_slack.serve():

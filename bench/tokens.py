@@ -21,7 +21,6 @@ filesystem, db, github, slack) runs some sections and prints them without writin
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from generated_cli import generate as generate_cli
+from mcp_server_core.testing.modules import module_at
 from mcp_server_core.testing.wire import StdioWire, python_module
 
 HERE = Path(__file__).parent
@@ -388,16 +388,6 @@ def db_tasks(anchors: bool, scratch: Path) -> dict[str, dict[str, Any]]:
 # --- GitHub and Slack, against the suites' fakes ------------------------------------------------------------
 
 
-def _load(name: str, path: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 ARCHIVED_GITHUB = "@modelcontextprotocol/server-github"
 ARCHIVED_SLACK = "@modelcontextprotocol/server-slack"
 FETCH_TO_FAKE = HERE / "fetch_to_fake.cjs"
@@ -421,7 +411,7 @@ def _github_calls(call: ToolCall) -> None:
 
 
 def github_tasks(anchors: bool, npm_dir: Path, scratch: Path) -> dict[str, dict[str, Any]]:
-    module = _load("tokens_fake_github", "packages/mcp-server-github/tests/fake_github.py")
+    module = module_at("tokens_fake_github", ROOT / "packages/mcp-server-github/tests/fake_github.py")
     fake = module.FakeGitHub().start()
     origins = {fake.url: "https://api.github.com"}
     env = {"GITHUB_TOKEN": module.TOKEN}
@@ -478,7 +468,7 @@ def _slack_calls(call: ToolCall) -> None:
 
 
 def slack_tasks(anchors: bool, npm_dir: Path, scratch: Path) -> dict[str, dict[str, Any]]:
-    module = _load("tokens_fake_slack", "packages/mcp-server-slack/tests/fake_slack.py")
+    module = module_at("tokens_fake_slack", ROOT / "packages/mcp-server-slack/tests/fake_slack.py")
     fake = module.FakeSlack()
     server = "mcp-server-slack"
     with fake.serve():
@@ -537,7 +527,7 @@ def floors(tmp: Path, anchors: bool, npm_dir: Path) -> list[tuple[str, list[Floo
     """Per server: (tools, tokens) at the default toolsets, with every toolset on, and in dynamic mode; then the
     anchors' one listing (none of them has toolsets). Listing tools sends no API request: GitHub and Slack get an
     address where nothing listens."""
-    slack = _load("tokens_fake_slack_floor", "packages/mcp-server-slack/tests/fake_slack.py")
+    slack = module_at("tokens_fake_slack_floor", ROOT / "packages/mcp-server-slack/tests/fake_slack.py")
     token = tmp / "slack-floor-token"
     token.write_text(slack.BOT_TOKEN + "\n")
     launchers: dict[str, Callable[[list[str]], list[str]]] = {

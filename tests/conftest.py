@@ -6,15 +6,13 @@ and every wire-level test runs against it too.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_server_core.testing import StdioWire, python_module, spawn_http_server
+from mcp_server_core.testing import StdioWire, module_at, python_module, spawn_http_server
 
 Launcher = Callable[[Path], list[str]]
 
@@ -28,13 +26,7 @@ _modules: dict[str, Any] = {}
 def fake_module(name: str, path: str) -> Any:
     """A package's fake web API module (from its own tests), loaded once by path: tests are not packages."""
     if name not in _modules:
-        spec = importlib.util.spec_from_file_location(f"root_{name}", ROOT / path)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-        spec.loader.exec_module(module)
-        _modules[name] = module
+        _modules[name] = module_at(f"root_{name}", ROOT / path)
     return _modules[name]
 
 

@@ -55,6 +55,7 @@ TESTING = [
     "WireError",
     "free_port",
     "modern_meta",
+    "module_at",
     "python_module",
     "recorded_spans",
     "spawn_http_server",

@@ -4,6 +4,7 @@ Import it from tests only (it needs pytest): `from mcp_server_core.testing impor
 """
 
 from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
+from mcp_server_core.testing.modules import module_at
 from mcp_server_core.testing.spans import recorded_spans
 from mcp_server_core.testing.wire import (
     HttpWire,
@@ -23,6 +24,7 @@ __all__ = [
     "WireError",
     "free_port",
     "modern_meta",
+    "module_at",
     "python_module",
     "recorded_spans",
     "spawn_http_server",
