@@ -395,6 +395,19 @@ async def test_a_privileged_role_is_refused_at_the_first_call_with_the_sql_to_fi
     assert "--allow-privileged-role" in message
 
 
+async def test_a_privileged_role_is_refused_at_every_call_and_every_read_not_only_the_first(pg: Postgres) -> None:
+    # The role is checked at each new connection, not once at start: a refusal must not be spent by the first call.
+    async with Client(build_server(DbSettings(url=pg.owner_url, schema_poll_s=0))) as client:
+        calls = [await client.call_tool_mcp("run_query", {"sql": "SELECT 1"}) for _ in range(3)]
+        calls.append(await client.call_tool_mcp("describe_tables", {"tables": ["pg_class"]}))
+        calls.append(await client.call_tool_mcp("find_objects", {}))
+        with pytest.raises(Exception, match="superuser"):
+            await client.read_resource("db://schema")
+    for result in calls:
+        assert result.is_error
+        assert "superuser" in "\n".join(getattr(block, "text", "") for block in result.content)
+
+
 def test_a_role_granted_powers_later_is_refused_at_its_next_connection(pg: Postgres) -> None:
     """Powers held through membership count even without INHERIT (SET ROLE would reach them)."""
     member = f"mcpdb_signaller_{TAG}"
