@@ -22,6 +22,7 @@ import httpx2
 import jwt
 import pytest
 from mcp_server_core.testing import HttpWire, free_port, spawn_http_server
+from mcp_server_core.testing.wire import MODERN, with_envelope
 
 from tests.conftest import SERVERS
 from tests.test_http_auth import ISSUER, _jwk, _key
@@ -192,6 +193,56 @@ def test_bodies_shaped_to_blow_up_the_parser_are_refused_before_parsing(template
     assert refused.status_code in (400, 413)
     assert refused.json()["error"]["code"] == -32600
     assert time.monotonic() - started < 3
+
+
+CONTAINERS = 200_000
+"""Empty arrays in one message: four times the guard's 50,000, and about 600 KiB, under the module's body limit."""
+
+
+def _blown_up(shape: str) -> bytes:
+    """A body each parser would build a few hundred thousand objects from (SDK: ~25 bytes of memory per byte)."""
+    if shape == "batch":
+        return b"[" + b"{}," * CONTAINERS + b"{}]"
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": with_envelope({"x": "PAD"})}
+    return json.dumps(message).encode().replace(b'"PAD"', b"[" + b"[]," * CONTAINERS + b"[]]")
+
+
+@pytest.mark.parametrize("shape", ["batch", "containers"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        # Each says JSON to some reader: the SDK's handshake era takes any comma-separated part, its transport
+        # check any type starting with application/json, its 2026 era reads the body whatever the type; and of two
+        # Content-Type headers, Starlette reads the first.
+        ["Content-Type: text/plain, application/json"],
+        ["Content-Type: application/json,text/plain"],
+        ["Content-Type: application/json", "Content-Type: text/plain"],
+        ["Content-Type: application/jsonx", f"MCP-Protocol-Version: {MODERN}"],
+        ["Content-Type: Application/JSON", f"MCP-Protocol-Version: {MODERN}"],
+    ],
+    ids=["list-json-last", "list-json-first", "two-headers", "modern-json-prefix", "modern-case"],
+)
+def test_no_content_type_spelling_takes_a_body_past_the_parse_guard(
+    template: str, shape: str, headers: list[str]
+) -> None:
+    body = _blown_up(shape)
+    with socket.create_connection(_addr(template), timeout=10) as sock:
+        lines = [
+            "POST /mcp HTTP/1.1",
+            "Host: 127.0.0.1",
+            "Accept: application/json, text/event-stream",
+            f"Authorization: Bearer {TOKEN_A}",
+            *headers,
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+        ]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        answer = _closed_within(sock, 10) or b""
+    # The guard's own refusal: the SDK, had it parsed the body, would have served it or named the batch otherwise.
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+    refused = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert refused["error"]["code"] == -32600
+    assert ("batches are not part" if shape == "batch" else "over 50,000 JSON objects") in refused["error"]["message"]
 
 
 def test_the_configured_body_limit_is_the_limit(tmp_path: Path) -> None:

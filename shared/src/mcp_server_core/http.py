@@ -158,15 +158,16 @@ class RequestGuard:
             body = await self._read_body(receive, send, held)
             if body is None:
                 return
-            await self._forward(scope, receive, send, body, headers, on_endpoint)
+            await self._forward(scope, receive, send, body, on_endpoint)
         finally:
             _buffered.give(held[0])
 
-    async def _forward(
-        self, scope: Scope, receive: Receive, send: Send, body: bytes, headers: dict[bytes, bytes], on_endpoint: bool
-    ) -> None:
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        if on_endpoint and content_type == b"application/json":
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, body: bytes, on_endpoint: bool) -> None:
+        # Every POST body is judged, whatever its Content-Type says: the readers behind disagree on what JSON is
+        # (the handshake era takes any comma-separated part of the first header, the transport check any type
+        # starting with application/json, the 2026 era reads the body regardless), and a guard that asked the
+        # header itself let 8 MiB of `[{},...]` through to the SDK's parser past one spelling or another.
+        if on_endpoint and scope["method"] == "POST":
             try:
                 _check_shape(body)
                 read_message(body)
