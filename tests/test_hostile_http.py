@@ -311,6 +311,54 @@ def test_sessions_are_capped_per_credential_and_in_total(template: str) -> None:
             wire.close()
 
 
+def _opened(answer: bytes) -> str | None:
+    """The session an initialize answer opened, if it did."""
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    if not head.startswith("http/1.1 200"):
+        return None
+    return next(
+        (line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.startswith("mcp-session-id:")), None
+    )
+
+
+def test_initializes_sent_together_cannot_open_more_than_the_credentials_share(template: str) -> None:
+    """The cap is counted when an initialize arrives: ones whose bodies come together must count each other."""
+    body = json.dumps(INITIALIZE).encode()
+    racing = [socket.create_connection(_addr(template), timeout=10) for _ in range(6)]
+    opened: list[str] = []
+    try:
+        for sock in racing:  # every request past the cap check, its body still to come
+            sock.sendall(_head("/mcp", f"Authorization: Bearer {TOKEN_A}", "Connection: close", length=len(body)))
+        time.sleep(0.3)
+        for sock in racing:
+            sock.sendall(body)
+        opened = [sid for sock in racing if (sid := _opened(_closed_within(sock, 10) or b""))]
+        # The other credential still finds the room the total cap leaves it.
+        with HttpWire(template, token=TOKEN_B) as other:
+            assert "result" in other.initialize(), "one credential's racing initializes took every session"
+        assert len(opened) <= 3, f"one credential opened {len(opened)} sessions past its cap of 3"
+    finally:
+        for sock in racing:
+            sock.close()
+        for session in opened:
+            httpx2.delete(template, headers={"Authorization": f"Bearer {TOKEN_A}", "Mcp-Session-Id": session})
+
+
+def test_a_credential_at_its_session_cap_still_makes_sessionless_requests(template: str) -> None:
+    """The cap is on sessions: a 2026-era request opens none, whether the credential holds its share or sends
+    many such requests at once."""
+    held = [HttpWire(template, token=TOKEN_A) for _ in range(3)]
+    try:
+        for wire in held:
+            wire.initialize()
+        with HttpWire(template, token=TOKEN_A) as modern, ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: modern.modern_request("tools/list"), range(8)))
+        assert all(answer["result"]["tools"] for answer in answers)
+    finally:
+        for wire in held:
+            wire.close()
+
+
 def test_jwt_lifetime_scope_and_revocation(tmp_path: Path) -> None:
     key, spare = _key(), _key()
     jwks = tmp_path / "jwks.json"

@@ -24,6 +24,7 @@ from fastmcp.server.auth import AuthProvider
 from fastmcp.server.event_store import EventStore
 from key_value.aio.stores.memory import MemoryStore
 from mcp_types import INVALID_REQUEST, JSONRPCError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -118,6 +119,33 @@ def _check_shape(body: bytes) -> None:
         )
 
 
+_Credential = tuple[str, str | None, str | None]
+
+
+def _as_credential(owner: Any) -> _Credential:
+    """The SDK's session owner (a dict: client id, issuer, subject) as a key."""
+    return owner["client_id"], owner["issuer"], owner["subject"]
+
+
+def _credential(scope: Scope) -> _Credential | None:
+    """Whom the SDK would say owns a session this request opens; None when auth tells no clients apart."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return None  # without auth only the total cap (max_sessions) applies
+    return _as_credential(authorization_context(user))
+
+
+def _may_open_a_session(scope: Scope) -> bool:
+    """Whether the SDK would open a session for this request: no session named, and the handshake era (it sends
+    a request whose first MCP-Protocol-Version names any other version to the sessionless 2026 era)."""
+    if any(name == b"mcp-session-id" for name, _ in scope["headers"]):
+        return False
+    version = next((value for name, value in scope["headers"] if name == b"mcp-protocol-version"), None)
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+
+
 def requests_in_flight() -> int:
     """POSTs this process is still answering (the graceful shutdown waits for them)."""
     return _in_flight[0]
@@ -133,6 +161,10 @@ class RequestGuard:
         self.settings = settings
         self.max_body_bytes = settings.max_body_bytes
         self._manager: Any = None
+        # Session-opening requests admitted but not yet answered, per credential: the SDK registers a session
+        # only once the body is read, so without these, initializes sent together all passed the cap and one
+        # credential took every session there was.
+        self._opening: dict[_Credential, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -145,15 +177,20 @@ class RequestGuard:
             return
         headers = dict(scope["headers"])
         on_endpoint = (scope["path"].rstrip("/") or "/") == self.path
-        if on_endpoint and not self.settings.stateless and b"mcp-session-id" not in headers:
+        opening = None  # the credential this request may open a session for, counted until it is answered
+        if on_endpoint and not self.settings.stateless and _may_open_a_session(scope):
             manager = self._session_manager(scope)
-            if manager is not None and not await self._room_for_a_session(manager, scope, send):
-                return
+            if manager is not None:
+                opening = _credential(scope)
+                if opening is not None and not await self._room_for_a_session(manager, opening, send):
+                    return
         declared = headers.get(b"content-length", b"").strip()
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._too_large(send)
             return
         held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
+        if opening is not None:
+            self._opening[opening] = self._opening.get(opening, 0) + 1
         try:
             body = await self._read_body(receive, send, held)
             if body is None:
@@ -161,6 +198,10 @@ class RequestGuard:
             await self._forward(scope, receive, send, body, on_endpoint)
         finally:
             _buffered.give(held[0])
+            if opening is not None:
+                self._opening[opening] -= 1
+                if not self._opening[opening]:
+                    del self._opening[opening]
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send, body: bytes, on_endpoint: bool) -> None:
         # Every POST body is judged, whatever its Content-Type says: the readers behind disagree on what JSON is
@@ -244,15 +285,11 @@ class RequestGuard:
                     break
         return self._manager
 
-    async def _room_for_a_session(self, manager: Any, scope: Scope, send: Send) -> bool:
-        """A credential holds at most `max_sessions_per_client` sessions: past it, 429 with Retry-After."""
-        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
-
-        user = scope.get("user")
-        if not isinstance(user, AuthenticatedUser):
-            return True  # without auth nothing tells clients apart: only the total cap (max_sessions) applies
-        owner = authorization_context(user)
-        held = sum(1 for each in list(manager._session_owners.values()) if each == owner)
+    async def _room_for_a_session(self, manager: Any, credential: _Credential, send: Send) -> bool:
+        """A credential holds at most `max_sessions_per_client` sessions, those being opened included: past it,
+        429 with Retry-After."""
+        held = sum(1 for owner in list(manager._session_owners.values()) if _as_credential(owner) == credential)
+        held += self._opening.get(credential, 0)
         if held < self.settings.max_sessions_per_client:
             return True
         message = (
