@@ -133,6 +133,41 @@ def test_headers_that_dribble_are_cut_off_and_a_real_client_is_still_served(temp
             sock.close()
 
 
+def test_connections_that_never_send_a_request_cannot_fill_the_connection_cap(tmp_path: Path) -> None:
+    """At --max-connections, a new connection closes the one that has waited longest without a request in
+    flight: connections holding a slot for nothing (any anonymous client can open them) cannot lock others out,
+    and one with a request in flight (a session's GET stream here) is never the one closed."""
+    argv = [*SERVERS["template"](tmp_path), "--max-connections", "20", "--header-timeout-s", "30"]
+    with spawn_http_server(argv) as (url, _process), HttpWire(url) as listener:
+        listener.initialize()
+        stream = socket.create_connection(_addr(url))
+        stream.sendall(
+            (
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                f"Mcp-Session-Id: {listener.session_id}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+            ).encode()
+        )
+        assert stream.recv(12) == b"HTTP/1.1 200"
+        squatters = []
+        try:
+            for index in range(40):
+                sock = socket.create_connection(_addr(url))
+                if index % 2:
+                    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # half the headers, then nothing
+                squatters.append(sock)
+            time.sleep(0.3)
+            for _ in range(3):
+                with HttpWire(url) as client:
+                    assert "result" in client.initialize(), "a client was locked out by connections doing nothing"
+                    assert client.request("ping")["result"] == {}
+            closed = [sock for sock in squatters if _closed_within(sock, 0.05) is not None]
+            assert len(closed) >= 20, f"only {len(closed)} of 40 idle connections were closed at a 20 cap"
+            assert _closed_within(stream, 0.5) is None, "the GET stream, a request in flight, was closed"
+        finally:
+            for sock in [*squatters, stream]:
+                sock.close()
+
+
 @pytest.mark.parametrize("size", [40 * 1024, 1024 * 1024])
 def test_oversized_headers_get_431_before_anything_is_verified(template: str, size: int) -> None:
     answer = _raw(template, _head("/mcp", "X-Pad: " + "p" * size, length=2) + b"{}")

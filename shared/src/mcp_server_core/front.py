@@ -8,8 +8,13 @@ pure-Python h11 protocol, which this subclass closes two gaps in:
   gets 408 and is closed, a silent one is just closed. Idle keep-alive connections close after uvicorn's 5 s.
 - **Headers have a size.** Past `max_header_bytes` the connection gets 431 and is closed before any header is
   parsed or any token verified (httptools took 64 KiB and verified it; 1 MiB broke the pipe).
-What stays uvicorn's: `limit_concurrency` (503 past `max_connections` connections or requests) and the body,
-whose deadline and byte budget the app's RequestGuard keeps (http.py).
+- **A slot is for a request.** uvicorn counts every open connection against `limit_concurrency` and answers 503
+  past it, so `max_connections` sockets that never finished a request (any anonymous client can open them, and
+  each lives up to the header deadline) locked every other client out. Here a connection that brings the count
+  to the cap closes the one that has waited longest with no request in flight (idle, or still short of its
+  headers); a connection answering a request (a tool call, a session's GET stream) is never closed for room.
+What stays uvicorn's: the 503 when every slot holds a request in flight, and the body, whose deadline and byte
+budget the app's RequestGuard keeps (http.py).
 """
 
 from __future__ import annotations
@@ -44,7 +49,36 @@ class _GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._header_bytes = 0
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._waiting_since = self.loop.time()
         self._arm_header_deadline()
+        if self.limit_concurrency is not None and len(self.connections) >= self.limit_concurrency:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """Close the connection that has waited longest with no request in flight, if there is one."""
+        waiting = [
+            other
+            for other in self.connections
+            if other is not self and isinstance(other, _GuardedH11Protocol) and other._between_requests()
+        ]
+        if waiting:
+            min(waiting, key=lambda other: other._waiting_since)._give_up_slot()
+
+    def _between_requests(self) -> bool:
+        return self._awaiting_headers() and (self.cycle is None or self.cycle.response_complete)
+
+    def _give_up_slot(self) -> None:
+        # Out of the count now, not when the loop gets to connection_lost: the request that arrives next counts.
+        self.connections.discard(self)
+        if self._header_deadline is not None and self._header_bytes:  # a request begun: tell it why
+            self._refuse(503, "Service Unavailable", "the server is at its connection limit; retry")
+        else:
+            self._disarm_header_deadline()
+            self.transport.close()
+
+    def on_response_complete(self) -> None:
+        self._waiting_since = self.loop.time()
+        super().on_response_complete()
 
     def _arm_header_deadline(self) -> None:
         if self._header_deadline is None:
