@@ -212,6 +212,32 @@ def test_bodies_held_together_past_the_budget_get_503_with_retry_after(template:
         assert wire.request("ping")["result"] == {}
 
 
+def test_one_credential_cannot_hold_the_whole_body_budget(template: str) -> None:
+    """A credential's bodies may hold a quarter of the budget, or one whole body if that is more (700 KiB here):
+    its slow bodies can keep its own next ones waiting, never every other client's."""
+    hogs = [socket.create_connection(_addr(template)) for _ in range(2)]
+    opened = None
+    try:
+        for sock, size in zip(hogs, (600 * 1024, 400 * 1024), strict=True):
+            sock.sendall(_head("/mcp", f"Authorization: Bearer {TOKEN_A}", length=size) + b" " * (size - 10 * 1024))
+        time.sleep(0.3)
+        body = json.dumps(INITIALIZE).encode() + b" " * (200 * 1024)
+        answer = _raw(
+            template, _head("/mcp", f"Authorization: Bearer {TOKEN_B}", "Connection: close", length=len(body)) + body
+        )
+        opened = _opened(answer)
+        assert opened, f"another credential was refused while one held the budget: {answer[:200]!r}"
+        own = [_closed_within(sock, 3) or b"" for sock in hogs]  # which of the two crossed the share is a race
+        refused = [answer for answer in own if answer.startswith(b"HTTP/1.1 503")]
+        assert len(refused) == 1, f"not one of the credential's own bodies was refused: {own!r}"
+        assert b"retry-after" in refused[0].lower()
+    finally:
+        for sock in hogs:
+            sock.close()
+        if opened:
+            httpx2.delete(template, headers={"Authorization": f"Bearer {TOKEN_B}", "Mcp-Session-Id": opened})
+
+
 @pytest.mark.parametrize("shape", ["batch", "containers"])
 def test_bodies_shaped_to_blow_up_the_parser_are_refused_before_parsing(template: str, shape: str) -> None:
     body = (

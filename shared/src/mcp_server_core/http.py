@@ -79,19 +79,27 @@ MAX_JSON_CONTAINERS = 50_000
 
 
 class _Budget:
-    """Request-body bytes held at once across every request of this process."""
+    """Request-body bytes held at once across every request of this process, and by each credential."""
 
     def __init__(self) -> None:
         self.held = 0
+        self.held_by: dict[object, int] = {}
 
-    def take(self, size: int, limit: int) -> bool:
-        if self.held + size > limit:
+    def take(self, size: int, limit: int, *, holder: object = None, share: int | None = None) -> bool:
+        mine = self.held_by.get(holder, 0)
+        if self.held + size > limit or (share is not None and mine + size > share):
             return False
         self.held += size
+        self.held_by[holder] = mine + size
         return True
 
-    def give(self, size: int) -> None:
+    def give(self, size: int, *, holder: object = None) -> None:
         self.held = max(self.held - size, 0)
+        left = self.held_by.get(holder, 0) - size
+        if left > 0:
+            self.held_by[holder] = left
+        else:
+            self.held_by.pop(holder, None)
 
 
 _buffered = _Budget()
@@ -189,15 +197,16 @@ class RequestGuard:
             await self._too_large(send)
             return
         held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
+        holder = _credential(scope)
         if opening is not None:
             self._opening[opening] = self._opening.get(opening, 0) + 1
         try:
-            body = await self._read_body(receive, send, held)
+            body = await self._read_body(receive, send, held, holder)
             if body is None:
                 return
             await self._forward(scope, receive, send, body, on_endpoint)
         finally:
-            _buffered.give(held[0])
+            _buffered.give(held[0], holder=holder)
             if opening is not None:
                 self._opening[opening] -= 1
                 if not self._opening[opening]:
@@ -231,8 +240,15 @@ class RequestGuard:
         finally:
             _in_flight[0] -= 1
 
-    async def _read_body(self, receive: Receive, send: Send, held: list[int]) -> bytes | None:
-        """The whole body, or None once a refusal was sent (too large, too slow, over the shared budget)."""
+    async def _read_body(
+        self, receive: Receive, send: Send, held: list[int], holder: _Credential | None
+    ) -> bytes | None:
+        """The whole body, or None once a refusal was sent (too large, too slow, over the shared budget or over
+        the caller's share of it)."""
+        # A credential's bodies may hold a quarter of the budget (one whole body if that is more): without a
+        # share, one credential's slow bodies held all of it and every other client got 503 until they ended.
+        # Without auth nothing tells clients apart, and only the budget applies.
+        share = max(self.max_body_bytes, self.settings.max_buffered_bytes // 4) if holder is not None else None
         chunks: list[bytes] = []
         size = 0
         try:
@@ -246,14 +262,15 @@ class RequestGuard:
                     if size > self.max_body_bytes:
                         await self._too_large(send)
                         return None
-                    if not _buffered.take(len(chunk), self.settings.max_buffered_bytes):
+                    if not _buffered.take(len(chunk), self.settings.max_buffered_bytes, holder=holder, share=share):
                         await _send_error(
                             send,
                             503,
                             error_message(
                                 None,
                                 INVALID_REQUEST,
-                                "The server is reading too many request bodies at once; retry shortly.",
+                                "The server is reading too many request bodies at once, from this client or from "
+                                "all; retry shortly.",
                             ),
                             close=True,
                             retry_after=1,

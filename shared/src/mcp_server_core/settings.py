@@ -71,10 +71,15 @@ class ServerSettings(BaseSettings):
     max_buffered_bytes: int = Field(
         64 * 1024 * 1024,
         ge=1024 * 1024,
-        description="HTTP: request bytes held at once across all requests; past it, 503 with Retry-After",
+        description="HTTP: request bytes held at once across all requests, a quarter of it per client; past it, 503 "
+        "with Retry-After",
     )
     max_connections: int = Field(
-        1000, ge=1, le=100_000, description="HTTP: connections and requests served at once; past it, 503"
+        1000,
+        ge=1,
+        le=100_000,
+        description="HTTP: connections and requests served at once; past it, the connection idle longest is closed, "
+        "or 503 if every one has a request in flight",
     )
     max_sessions: int = Field(1000, ge=1, le=1_000_000, description="HTTP: sessions open at once, in total")
     max_sessions_per_client: int = Field(
