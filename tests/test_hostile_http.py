@@ -455,9 +455,16 @@ def test_jwt_lifetime_scope_and_revocation(tmp_path: Path) -> None:
         assert status(token(exp=None)).status_code == 401, "a JWT without exp was accepted"
         now = int(time.time())
         assert status(token(iat=now, exp=now + 10 * 86_400)).status_code == 401, "a ten-day JWT was accepted"
+        # An `iat` in the future says nothing about how long the token is good for from now.
+        future = now + 365 * 86_400
+        assert status(token(iat=future, exp=future + 60)).status_code == 401, "a JWT good for a year was accepted"
         scopeless = status(token(scope="other"))
         assert scopeless.status_code == 403
         assert 'error="insufficient_scope"' in scopeless.headers["www-authenticate"]
+        # /metrics takes the endpoint's token: the scope the endpoint requires included.
+        metrics = url.removesuffix("/mcp") + "/metrics"
+        assert httpx2.get(metrics, headers={"Authorization": f"Bearer {token()}"}).status_code == 200
+        assert httpx2.get(metrics, headers={"Authorization": f"Bearer {token(scope='other')}"}).status_code == 403
         assert status(token(spare, "k2")).status_code != 401
         jwks.write_text(json.dumps({"keys": [_jwk(key, "k1")]}))  # revoke k2
         deadline = time.monotonic() + 10

@@ -84,7 +84,10 @@ class _BoundedLifetime(JWTVerifier):
         if not isinstance(expires, int | float):
             logger.warning("Bearer token rejected for client %s: no exp claim", accepted.client_id)
             return None
-        start = issued if isinstance(issued, int | float) else time.time()
+        # Counted from `iat` or from now, whichever is earlier: an `iat` in the future (a year ahead, `exp` a minute
+        # after it) made a token good for a year look a minute long.
+        now = time.time()
+        start = min(issued, now) if isinstance(issued, int | float) else now
         if expires - start > self.max_lifetime_s:
             logger.warning(
                 "Bearer token rejected for client %s: lifetime %.0f s is over the %.0f s allowed",

@@ -128,22 +128,33 @@ def add_metrics_route(server: ReferenceServer) -> None:
 
     @server.custom_route("/metrics", methods=["GET"])
     async def metrics(request: Request) -> Response:
-        if server.auth is not None and not await _authorized(server, request):
-            return Response(
-                "401 Unauthorized: /metrics takes the MCP endpoint's bearer token\n",
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-                media_type="text/plain",
-            )
+        if server.auth is not None and (refusal := await _refusal(server, request)) is not None:
+            return refusal
         return Response(_exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-async def _authorized(server: ReferenceServer, request: Request) -> bool:
+async def _refusal(server: ReferenceServer, request: Request) -> Response | None:
+    """None for a token the MCP endpoint would serve (verified, and holding the scopes it requires)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return False
     verifier: Any = server.auth
-    return await verifier.verify_token(token.strip()) is not None
+    accepted = await verifier.verify_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+    if accepted is None:
+        return Response(
+            "401 Unauthorized: /metrics takes the MCP endpoint's bearer token\n",
+            status_code=401,
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            media_type="text/plain",
+        )
+    # The verifiers leave the scopes to the endpoint (auth.py): checked here as the endpoint checks them.
+    missing = [scope for scope in getattr(verifier, "required_scopes", None) or [] if scope not in accepted.scopes]
+    if missing:
+        return Response(
+            f"403 Forbidden: /metrics takes the MCP endpoint's scopes: {' '.join(missing)}\n",
+            status_code=403,
+            headers={"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{" ".join(missing)}"'},
+            media_type="text/plain",
+        )
+    return None
 
 
 def _exposition() -> bytes:
