@@ -74,6 +74,17 @@ def _head(path: str = "/mcp", *extra: str, length: int | None = None) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+def _answer(sock: socket.socket) -> bytes | None:
+    """What the server has sent on `sock` so far (b"" if it closed it unanswered), or None if nothing yet."""
+    sock.settimeout(0.05)
+    try:
+        return sock.recv(65536)
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        return b""
+
+
 def _closed_within(sock: socket.socket, seconds: float) -> bytes | None:
     """What the server sent before closing `sock`, or None if it is still open after `seconds`."""
     sock.settimeout(seconds)
@@ -133,17 +144,28 @@ def test_headers_that_dribble_are_cut_off_and_a_real_client_is_still_served(temp
             sock.close()
 
 
-def test_connections_that_never_send_a_request_cannot_fill_the_connection_cap(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server with room for 20 connections, two credentials, and headers allowed to take their time."""
+    tmp = tmp_path_factory.mktemp("capped")
+    (tmp / "tokens").write_text(f"{TOKEN_A}\n{TOKEN_B}\n")
+    argv = [*SERVERS["template"](tmp), "--max-connections", "20", "--header-timeout-s", "30"]
+    with spawn_http_server([*argv, "--auth-token-file", str(tmp / "tokens")]) as (url, _process):
+        yield url
+
+
+def test_connections_that_never_send_a_request_cannot_fill_the_connection_cap(capped: str) -> None:
     """At --max-connections, a new connection closes the one that has waited longest without a request in
     flight: connections holding a slot for nothing (any anonymous client can open them) cannot lock others out,
     and one with a request in flight (a session's GET stream here) is never the one closed."""
-    argv = [*SERVERS["template"](tmp_path), "--max-connections", "20", "--header-timeout-s", "30"]
-    with spawn_http_server(argv) as (url, _process), HttpWire(url) as listener:
+    url = capped
+    with HttpWire(url, token=TOKEN_A) as listener:
         listener.initialize()
         stream = socket.create_connection(_addr(url))
         stream.sendall(
             (
                 "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                f"Authorization: Bearer {TOKEN_A}\r\n"
                 f"Mcp-Session-Id: {listener.session_id}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
             ).encode()
         )
@@ -157,7 +179,7 @@ def test_connections_that_never_send_a_request_cannot_fill_the_connection_cap(tm
                 squatters.append(sock)
             time.sleep(0.3)
             for _ in range(3):
-                with HttpWire(url) as client:
+                with HttpWire(url, token=TOKEN_B) as client:
                     assert "result" in client.initialize(), "a client was locked out by connections doing nothing"
                     assert client.request("ping")["result"] == {}
             closed = [sock for sock in squatters if _closed_within(sock, 0.05) is not None]
@@ -166,6 +188,28 @@ def test_connections_that_never_send_a_request_cannot_fill_the_connection_cap(tm
         finally:
             for sock in [*squatters, stream]:
                 sock.close()
+
+
+def test_one_credentials_slow_bodies_cannot_fill_the_connection_cap(capped: str) -> None:
+    """Requests whose bodies are still coming hold their connections; one credential may have a quarter of
+    --max-connections of them (5 here), so its slow bodies cannot lock the other credentials out."""
+    slow = []
+    try:
+        for _ in range(25):
+            sock = socket.create_connection(_addr(capped))
+            sock.sendall(_head("/mcp", f"Authorization: Bearer {TOKEN_A}", length=100) + b"{")
+            slow.append(sock)
+        time.sleep(0.3)
+        with HttpWire(capped, token=TOKEN_B) as other:
+            assert "result" in other.initialize(), "one credential's slow bodies locked another out"
+            assert other.request("ping")["result"] == {}
+        answers = [_answer(sock) for sock in slow]
+        waiting = [answer for answer in answers if answer is None]
+        assert len(waiting) <= 5, f"{len(waiting)} of one credential's slow bodies are still being read"
+        assert all(answer.startswith(b"HTTP/1.1 503") for answer in answers if answer), answers
+    finally:
+        for sock in slow:
+            sock.close()
 
 
 @pytest.mark.parametrize("size", [40 * 1024, 1024 * 1024])

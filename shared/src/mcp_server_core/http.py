@@ -145,6 +145,26 @@ def _credential(scope: Scope) -> _Credential | None:
     return _as_credential(authorization_context(user))
 
 
+class _Counts:
+    """Requests in some state, per credential (None, no credential, is not counted)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[_Credential, int] = {}
+
+    def of(self, credential: _Credential) -> int:
+        return self._counts.get(credential, 0)
+
+    def add(self, credential: _Credential | None) -> None:
+        if credential is not None:
+            self._counts[credential] = self._counts.get(credential, 0) + 1
+
+    def remove(self, credential: _Credential | None) -> None:
+        if credential is not None:
+            left = self._counts.pop(credential) - 1
+            if left:
+                self._counts[credential] = left
+
+
 def _may_open_a_session(scope: Scope) -> bool:
     """Whether the SDK would open a session for this request: no session named, and the handshake era (it sends
     a request whose first MCP-Protocol-Version names any other version to the sessionless 2026 era)."""
@@ -172,7 +192,12 @@ class RequestGuard:
         # Session-opening requests admitted but not yet answered, per credential: the SDK registers a session
         # only once the body is read, so without these, initializes sent together all passed the cap and one
         # credential took every session there was.
-        self._opening: dict[_Credential, int] = {}
+        self._opening = _Counts()
+        # Bodies being read, per credential: each holds a connection that the front cannot close for room (a
+        # request is in flight), so one credential's slow bodies filled --max-connections and locked every other
+        # client out. A credential may hold a quarter of the connections this way.
+        self._reading = _Counts()
+        self._reading_share = max(settings.max_connections // 4, 1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -196,21 +221,28 @@ class RequestGuard:
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._too_large(send)
             return
-        held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
         holder = _credential(scope)
-        if opening is not None:
-            self._opening[opening] = self._opening.get(opening, 0) + 1
+        if holder is not None and self._reading.of(holder) >= self._reading_share:
+            message = (
+                f"This client is sending {self._reading.of(holder)} request bodies at once (the most one client "
+                "may, a quarter of max_connections); finish those, then retry."
+            )
+            await _send_error(send, 503, error_message(None, INVALID_REQUEST, message), close=True, retry_after=1)
+            return
+        held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
+        self._opening.add(opening)
         try:
-            body = await self._read_body(receive, send, held, holder)
+            self._reading.add(holder)
+            try:
+                body = await self._read_body(receive, send, held, holder)
+            finally:
+                self._reading.remove(holder)
             if body is None:
                 return
             await self._forward(scope, receive, send, body, on_endpoint)
         finally:
             _buffered.give(held[0], holder=holder)
-            if opening is not None:
-                self._opening[opening] -= 1
-                if not self._opening[opening]:
-                    del self._opening[opening]
+            self._opening.remove(opening)
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send, body: bytes, on_endpoint: bool) -> None:
         # Every POST body is judged, whatever its Content-Type says: the readers behind disagree on what JSON is
@@ -306,7 +338,7 @@ class RequestGuard:
         """A credential holds at most `max_sessions_per_client` sessions, those being opened included: past it,
         429 with Retry-After."""
         held = sum(1 for owner in list(manager._session_owners.values()) if _as_credential(owner) == credential)
-        held += self._opening.get(credential, 0)
+        held += self._opening.of(credential)
         if held < self.settings.max_sessions_per_client:
             return True
         message = (
