@@ -9,6 +9,7 @@ low by flag so the attacks stay small.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -209,6 +210,30 @@ def test_one_credentials_slow_bodies_cannot_fill_the_connection_cap(capped: str)
         assert all(answer.startswith(b"HTTP/1.1 503") for answer in answers if answer), answers
     finally:
         for sock in slow:
+            sock.close()
+
+
+def test_bodies_dribbled_after_their_answer_do_not_keep_connections(capped: str) -> None:
+    """An anonymous POST is answered 401 before its body is read; the rest of a body still coming then has the
+    keep-alive time (5 s) to end, however it dribbles, and meanwhile its connection is not counted as busy."""
+    drips = []
+    try:
+        for _ in range(25):
+            sock = socket.create_connection(_addr(capped))
+            sock.sendall(_head("/mcp", length=100_000_000) + b"{")
+            drips.append(sock)
+        with HttpWire(capped, token=TOKEN_B) as other:
+            assert "result" in other.initialize(), "answered requests with a body still coming locked a client out"
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and any(_answer(sock) != b"" for sock in drips):
+            for sock in drips:
+                with contextlib.suppress(OSError):
+                    sock.send(b" ")
+            time.sleep(0.5)
+        still_open = [sock for sock in drips if _answer(sock) is None]
+        assert not still_open, f"{len(still_open)} connections dribbling an answered request's body are held"
+    finally:
+        for sock in drips:
             sock.close()
 
 

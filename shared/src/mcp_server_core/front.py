@@ -11,8 +11,12 @@ pure-Python h11 protocol, which this subclass closes two gaps in:
 - **A slot is for a request.** uvicorn counts every open connection against `limit_concurrency` and answers 503
   past it, so `max_connections` sockets that never finished a request (any anonymous client can open them, and
   each lives up to the header deadline) locked every other client out. Here a connection that brings the count
-  to the cap closes the one that has waited longest with no request in flight (idle, or still short of its
-  headers); a connection answering a request (a tool call, a session's GET stream) is never closed for room.
+  to the cap closes the one that has waited longest with no request in flight (idle, still short of its
+  headers, or answered with its body still coming); a connection answering a request (a tool call, a session's
+  GET stream) is never closed for room.
+- **An answered request's body has a deadline.** A request answered before its body was read (401, 503) left
+  uvicorn reading the rest for as long as it came, each byte putting off the keep-alive close: the rest now gets
+  the keep-alive time, once.
 What stays uvicorn's: the 503 when every slot holds a request in flight, and the body, whose deadline and byte
 budget the app's RequestGuard keeps (http.py).
 """
@@ -50,6 +54,7 @@ class _GuardedH11Protocol(H11Protocol):
         self._header_bytes = 0
         self._header_deadline: asyncio.TimerHandle | None = None
         self._waiting_since = self.loop.time()
+        self._drain_deadline: asyncio.TimerHandle | None = None
         self._arm_header_deadline()
         if self.limit_concurrency is not None and len(self.connections) >= self.limit_concurrency:
             self._make_room()
@@ -65,7 +70,8 @@ class _GuardedH11Protocol(H11Protocol):
             min(waiting, key=lambda other: other._waiting_since)._give_up_slot()
 
     def _between_requests(self) -> bool:
-        return self._awaiting_headers() and (self.cycle is None or self.cycle.response_complete)
+        # Answered is enough, even with the request's body still coming (a 401 goes out before the body is read).
+        return self.cycle is None or self.cycle.response_complete
 
     def _give_up_slot(self) -> None:
         # Out of the count now, not when the loop gets to connection_lost: the request that arrives next counts.
@@ -79,6 +85,22 @@ class _GuardedH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         self._waiting_since = self.loop.time()
         super().on_response_complete()
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            # Answered before its body was all in (401, uvicorn's 503): uvicorn would read the rest for ever, each
+            # byte putting off its keep-alive close, so a client dribbling an endless body held the connection.
+            # The rest gets the keep-alive time, once.
+            self._cancel_drain_deadline()
+            self._drain_deadline = self.loop.call_later(self.timeout_keep_alive, self._drain_too_slow)
+
+    def _drain_too_slow(self) -> None:
+        self._drain_deadline = None
+        if self.conn.their_state is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete:
+            self.transport.close()
+
+    def _cancel_drain_deadline(self) -> None:
+        if self._drain_deadline is not None:
+            self._drain_deadline.cancel()
+            self._drain_deadline = None
 
     def _arm_header_deadline(self) -> None:
         if self._header_deadline is None:
@@ -125,6 +147,7 @@ class _GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_deadline()
+        self._cancel_drain_deadline()
         super().connection_lost(exc)
 
 
