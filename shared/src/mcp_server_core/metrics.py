@@ -2,7 +2,8 @@
 
 What is counted (prometheus-client, text format 0.0.4):
 - `mcp_requests_total{method, name, outcome}`: tools/call, resources/read and prompts/get by tool or prompt name
-  (a resource by its URI scheme, so file paths never become label values) and the audit trail's outcome class;
+  (a resource by its URI scheme, so file paths never become label values; a name nothing answered to is `other`,
+  so a client cannot make up series) and the audit trail's outcome class;
 - `mcp_request_duration_seconds{method}`: a latency histogram;
 - `mcp_requests_in_flight{method}`: calls being answered now;
 - `mcp_upstream_failures_total{category}`: isError results whose cause was upstream (unavailable, rate_limited);
@@ -64,6 +65,7 @@ class CallMetrics:
             "mcp_rate_limit_wait_seconds", "Seconds spent waiting out upstream rate limits", ["upstream"]
         )
         self.auth_failures = Counter("mcp_auth_failures", "Requests refused at the HTTP front", ["reason"])
+        self._names = _LabelNames()
 
     def started(self, method: str) -> None:
         self.in_flight.labels(method).inc()
@@ -71,10 +73,33 @@ class CallMetrics:
     def finished(self, method: str, subject: str, outcome: str, category: str | None, seconds: float) -> None:
         self.in_flight.labels(method).dec()
         name = (urlsplit(subject).scheme or "unknown") if method == "resources/read" else subject[:100]
-        self.requests.labels(method, name, outcome).inc()
+        self.requests.labels(method, self._names.label(method, name, outcome), outcome).inc()
         self.duration.labels(method).observe(seconds)
         if category in _UPSTREAM:
             self.upstream_failures.labels(category).inc()
+
+
+MAX_NAMES = 200
+"""Tool, prompt or URI-scheme label values kept per method; a server has a few dozen."""
+
+
+class _LabelNames:
+    """Which names may be label values: each distinct value is a series the process keeps for ever, and the
+    client chooses the name (3,000 made-up tool names grew /metrics from 5 KB to 1 MB). A name enters once a
+    call reached what it names (any outcome but a protocol error: an unknown tool, prompt or resource is one),
+    and at most `MAX_NAMES` per method; any other is `other`."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, set[str]] = {}
+
+    def label(self, method: str, name: str, outcome: str) -> str:
+        seen = self._seen.setdefault(method, set())
+        if name in seen:
+            return name
+        if outcome == "protocol_error" or len(seen) >= MAX_NAMES:
+            return "other"
+        seen.add(name)
+        return name
 
 
 _metrics: list[CallMetrics] = []
