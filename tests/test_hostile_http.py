@@ -489,6 +489,31 @@ def test_a_credential_at_its_session_cap_still_makes_sessionless_requests(templa
             wire.close()
 
 
+def test_a_token_removed_from_the_token_file_stops_working_without_a_restart(tmp_path: Path) -> None:
+    """As a key removed from the JWKS file: a leaked static token is revoked by editing the file, within seconds,
+    its open sessions included; a token added works at once; a file edited into something invalid keeps the
+    tokens it held (and says why in the log)."""
+    leaked, added = "leaked-" + "l" * 40, "added-" + "d" * 40
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN_A}\n{leaked}\n")
+    with spawn_http_server([*SERVERS["template"](tmp_path), "--auth-token-file", str(tokens)]) as (url, _process):
+        with HttpWire(url, token=leaked) as thief:
+            thief.initialize()
+            tokens.write_text(f"{TOKEN_A}\n{added}\n")
+            deadline = time.monotonic() + 10
+            while thief.post(PING).status_code != 401 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert thief.post(PING).status_code == 401, "a token removed from the file still opened its session"
+        with HttpWire(url, token=added) as newcomer:
+            assert "result" in newcomer.initialize()
+        tokens.write_text(f"{TOKEN_A}\nshort\n")  # a broken edit: refused, the tokens before it kept
+        time.sleep(1.5)
+        with HttpWire(url, token=added) as still:
+            assert "result" in still.initialize()
+        with HttpWire(url, token="short") as short:
+            assert short.post(PING).status_code == 401
+
+
 def test_jwt_lifetime_scope_and_revocation(tmp_path: Path) -> None:
     key, spare = _key(), _key()
     jwks = tmp_path / "jwks.json"

@@ -1,7 +1,8 @@
 """Who may call a server over HTTP: static bearer tokens, JWTs signed by a configured key, or both.
 
 - Static tokens (`<PREFIX>AUTH_TOKEN`, `--auth-token-file`) are compared in constant time against every
-  configured token, so timing says nothing about which one matched.
+  configured token, so timing says nothing about which one matched. The file is read again when it changes, so
+  a token removed from it is revoked without a restart.
 - JWTs are verified by fastmcp's `JWTVerifier` against a PEM public key file or a JWKS file (re-read when a
   token names a key id it does not hold yet, so keys rotate without a restart). `iss` must be the configured
   issuer; `aud` must be the configured audience, by default this server's own resource URL (MCP
@@ -19,6 +20,7 @@ import ipaddress
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +50,49 @@ logger = logging.getLogger(__name__)
 
 
 class BearerTokens(TokenVerifier):
-    """Static bearer tokens, compared in constant time; each token is its own principal (its fingerprint)."""
+    """Static bearer tokens, compared in constant time; each token is its own principal (its fingerprint).
 
-    def __init__(self, tokens: list[str], *, scopes: list[str] | None = None) -> None:
+    With `reread` and its `watched` file, the tokens are read again as soon as the file changes (checked at most
+    every second, at a request): a leaked token removed from the file stops working within seconds, its open
+    sessions with it, as a key removed from the JWKS file does. An edit that cannot be read or holds a token too
+    short to be a secret keeps the tokens from before it, and the log says why.
+    """
+
+    def __init__(
+        self,
+        tokens: list[str],
+        *,
+        scopes: list[str] | None = None,
+        reread: Callable[[], list[str]] | None = None,
+        watched: Path | None = None,
+    ) -> None:
         super().__init__()
-        self._tokens = [token.encode() for token in tokens]
         # A static token is the operator's own credential: it carries whatever scopes the server requires.
         self._scopes = list(scopes or [])
+        self._use(tokens)
+        self._reread = reread
+        self._watch = _FileWatch(watched) if watched is not None else None
+
+    def _use(self, tokens: list[str]) -> None:
         for token in tokens:
             register_secret(token)
+        self._tokens = [token.encode() for token in tokens]
+
+    def _reread_if_changed(self) -> None:
+        if self._reread is None or self._watch is None or not self._watch.changed():
+            return
+        try:
+            tokens = self._reread()
+        except (OSError, ValueError) as exc:
+            logger.warning(
+                "token file %s changed but was not reloaded, its tokens before stay: %s", self._watch.path, exc
+            )
+            return
+        self._use(tokens)
+        logger.info("token file %s reloaded: %d tokens", self._watch.path, len(tokens))
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        self._reread_if_changed()
         offered = token.encode()
         # Compare against every token, even after a match, so timing says nothing about which one matched.
         matched = False
@@ -68,6 +102,38 @@ class BearerTokens(TokenVerifier):
             return None
         # A session belongs to the credential that opened it (the SDK compares client ids): one per token.
         return AccessToken(token=token, client_id=token_fingerprint(token), scopes=self._scopes)
+
+
+class _FileWatch:
+    """Whether a small file (tokens, a key set) changed since last asked, looked at most every `RECHECK_S`.
+
+    Content, not size and mtime, is compared: a same-size edit within the file system's time granularity is
+    still seen.
+    """
+
+    RECHECK_S = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen = self._read()
+        self._checked = time.monotonic()
+
+    def _read(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    def changed(self) -> bool:
+        now = time.monotonic()
+        if now - self._checked < self.RECHECK_S:
+            return False
+        self._checked = now
+        seen = self._read()
+        if seen == self._seen:
+            return False
+        self._seen = seen
+        return True
 
 
 class _BoundedLifetime(JWTVerifier):
@@ -106,42 +172,26 @@ class KeyFileVerifier(_BoundedLifetime):
 class JwksFileVerifier(_BoundedLifetime):
     """fastmcp's JWT verification, with the key set read from a local JWKS file instead of fetched over HTTP.
 
-    The file is read again as soon as it changes (checked at most every `RECHECK_S` at a request): a key removed
+    The file is read again as soon as it changes (checked at most every second, at a request): a key removed
     to revoke it stops verifying within seconds, not only when some token names a key id the cache lacks.
     """
-
-    RECHECK_S = 1.0
 
     def __init__(self, jwks_file: Path, **options: Any) -> None:
         # The URI only tells JWTVerifier that keys come from a key set; `_fetch_jwks` below reads the file.
         super().__init__(jwks_uri=jwks_file.resolve().as_uri(), jwks_refresh_interval=1.0, **options)
         self._jwks_file = jwks_file
         _read_jwks(jwks_file)  # fail at start, not at the first request, when the file is missing or broken
-        self._file_seen = _file_signature(jwks_file)
-        self._file_checked = time.monotonic()
+        self._watch = _FileWatch(jwks_file)
 
     async def _get_verification_key(self, token: str) -> str | bytes:
-        now = time.monotonic()
-        if now - self._file_checked >= self.RECHECK_S:
-            self._file_checked = now
-            seen = _file_signature(self._jwks_file)
-            if seen != self._file_seen:
-                self._file_seen = seen
-                self._jwks_cache, self._jwks_cache_time = {}, 0  # fastmcp's cache: read the file again now
-                self._jwks_last_refresh_attempt = None
+        if self._watch.changed():
+            self._jwks_cache, self._jwks_cache_time = {}, 0  # fastmcp's cache: read the file again now
+            self._jwks_last_refresh_attempt = None
         key: str | bytes = await super()._get_verification_key(token)
         return key
 
     async def _fetch_jwks(self) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(_read_jwks, self._jwks_file)
-
-
-def _file_signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _read_jwks(path: Path) -> dict[str, Any]:
@@ -248,7 +298,14 @@ def auth_provider(settings: ServerSettings) -> AuthProvider | None:
     """What checks HTTP clients' bearer tokens under `settings`; None when no token of any kind is configured."""
     verifiers: list[TokenVerifier] = []
     if tokens := settings.bearer_tokens():
-        verifiers.append(BearerTokens(tokens, scopes=settings.jwt_required_scopes))
+        verifiers.append(
+            BearerTokens(
+                tokens,
+                scopes=settings.jwt_required_scopes,
+                reread=settings.bearer_tokens,
+                watched=settings.auth_token_file,
+            )
+        )
     jwt = _jwt_verifier(settings)
     if jwt is not None:
         verifiers.append(jwt)
