@@ -244,6 +244,23 @@ def test_oversized_headers_get_431_before_anything_is_verified(template: str, si
     assert b'"code": -32600' in answer
 
 
+@pytest.mark.parametrize("authorized", [False, True])
+def test_a_request_with_two_body_lengths_is_refused_and_its_connection_closed(template: str, authorized: bool) -> None:
+    """Content-Length beside Transfer-Encoding: a proxy that goes by the length and a server that goes by the
+    chunks see different requests, so what follows the chunks would be served as a request nobody sent through
+    the proxy (RFC 9112 6.1: the server must close the connection after answering such a request)."""
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    chunks = b"0\r\n\r\n"
+    auth = [f"Authorization: Bearer {TOKEN_A}"] if authorized else []
+    answer = _raw(
+        template,
+        _head("/mcp", *auth, "Transfer-Encoding: chunked", length=len(chunks) + len(smuggled)) + chunks + smuggled,
+        read_timeout=3,
+    )
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1, f"the request after the chunks was served too: {answer!r}"
+
+
 def test_an_oversized_or_a_second_authorization_header_is_refused(template: str) -> None:
     big = httpx2.post(template, json=PING, headers={"Authorization": "Bearer " + "x" * 9000})
     assert big.status_code == 431

@@ -383,9 +383,13 @@ def check_http_settings(settings: ServerSettings) -> AuthProvider | None:
 MAX_AUTHORIZATION_BYTES = 8 * 1024
 
 
-class AuthorizationHeaderGuard:
-    """Before any token is verified: two Authorization headers are 400 (which one counts is ambiguous, and a
-    proxy and the server may pick different ones), one over 8 KiB is 431."""
+class HeaderGuard:
+    """Before any route or token sees a request, headers a proxy and this server could read differently:
+    - Content-Length beside Transfer-Encoding is 400 and the connection closes (RFC 9112 6.1). h11 goes by the
+      chunks and kept the connection: what followed them was served as a request of its own, one a proxy going
+      by the length had passed as body (a /healthz behind an anonymous POST was answered 200).
+    - Two Authorization headers are 400 (which one counts is ambiguous), one over 8 KiB is 431, before any token
+      is verified."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -393,6 +397,11 @@ class AuthorizationHeaderGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        names = {name for name, _ in scope["headers"]}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            message = "Invalid Request: send Content-Length or Transfer-Encoding, not both."
+            await _send_error(send, 400, error_message(None, INVALID_REQUEST, message), close=True)
             return
         values = [value for name, value in scope["headers"] if name == b"authorization"]
         if len(values) > 1:
@@ -441,4 +450,4 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
         middleware=[Middleware(RequestGuard, path=settings.path, settings=settings)],
         session_idle_timeout=settings.session_idle_timeout_s if not settings.stateless else None,
     )
-    return AuthorizationHeaderGuard(app)
+    return HeaderGuard(app)
