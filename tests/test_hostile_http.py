@@ -101,8 +101,14 @@ def _closed_within(sock: socket.socket, seconds: float) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("hostile")
+def template_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module server's folder: its notes are in `notes/`."""
+    return tmp_path_factory.mktemp("hostile")
+
+
+@pytest.fixture(scope="module")
+def template(template_home: Path) -> Iterator[str]:
+    tmp = template_home
     argv = [
         *SERVERS["template"](tmp),
         "--header-timeout-s", "1",
@@ -390,6 +396,19 @@ def test_no_content_type_spelling_takes_a_body_past_the_parse_guard(
     refused = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert refused["error"]["code"] == -32600
     assert ("batches are not part" if shape == "batch" else "over 50,000 JSON objects") in refused["error"]["message"]
+
+
+def test_brackets_inside_strings_are_text_not_structure(template: str, template_home: Path) -> None:
+    """The container count that refuses `[[],[],...]` before parsing counts structure: a JSON document sent as a
+    tool's string argument (here 60,000 objects, a note's text) is served and written whole."""
+    document = json.dumps([{"n": []} for _ in range(30_000)])  # 60,000 containers in 330 KB
+    with HttpWire(template, token=TOKEN_A) as wire:
+        wire.initialize()
+        answer = wire.request(
+            "tools/call", {"name": "write_note", "arguments": {"name": "records.json", "text": document}}
+        )
+    assert answer["result"]["isError"] is False, answer
+    assert (template_home / "notes" / "records.json").read_text() == document
 
 
 def test_the_configured_body_limit_is_the_limit(tmp_path: Path) -> None:

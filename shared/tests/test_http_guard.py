@@ -132,6 +132,23 @@ def test_read_message_refuses_with_the_right_code(data: bytes, code: int) -> Non
     assert refused.value.error.error.code == code
 
 
+BRACES = "{[" * 30_000  # past the cap, so the exact count is taken
+
+
+@pytest.mark.parametrize(
+    ("message", "containers"),
+    [
+        ({"text": BRACES}, 1),
+        ({"text": '\\"' + BRACES, "more": [BRACES]}, 2),  # an escaped backslash, then an escaped quote
+        ({"text": "\\", "list": [[]] * 60_000}, 60_002),  # a string ending in a backslash does not hide what follows
+    ],
+)
+def test_brackets_inside_strings_are_not_counted_as_structure(message: dict[str, Any], containers: int) -> None:
+    from mcp_server_core.http import _containers
+
+    assert _containers(json.dumps(message).encode()) == containers
+
+
 def test_a_huge_integer_id_is_a_valid_request() -> None:
     assert read_message(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % 10**30).id == 10**30  # type: ignore[union-attr]
 

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import anyio
@@ -105,6 +106,28 @@ class _Budget:
 _buffered = _Budget()
 
 
+_STRING = re.compile(rb'"[^"]*"')
+
+
+def _containers(body: bytes) -> int:
+    """Objects and arrays in `body`, without building them; brackets inside strings are text, not structure (a
+    JSON document sent as a string argument holds thousands).
+
+    Escaped backslashes and quotes go first (paired left to right, as a JSON reader pairs them), so no quote
+    inside a string is left to end it; then a string is a quote, anything but a quote, a quote, which never
+    backtracks. Setting strings aside costs time per string, so a body of more strings than the cap allows is
+    judged by every bracket, strings' included.
+    """
+    rough = body.count(b"{") + body.count(b"[")
+    if rough <= MAX_JSON_CONTAINERS:
+        return rough  # every bracket counted, strings' too: under the cap, the exact count is too
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    if unescaped.count(b'"') > 2 * MAX_JSON_CONTAINERS:
+        return rough
+    structure = _STRING.sub(b"", unescaped)
+    return structure.count(b"{") + structure.count(b"[")
+
+
 def _check_shape(body: bytes) -> None:
     """Refuse, before building it, a body no single JSON-RPC message could be (parsing is the costly part)."""
     start = body.lstrip()[:1]
@@ -117,7 +140,7 @@ def _check_shape(body: bytes) -> None:
                 "send one JSON-RPC message per request.",
             )
         )
-    if body.count(b"{") + body.count(b"[") > MAX_JSON_CONTAINERS:
+    if _containers(body) > MAX_JSON_CONTAINERS:
         raise MessageRefused(
             error_message(
                 None,
