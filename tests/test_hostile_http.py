@@ -219,6 +219,37 @@ def test_one_credentials_slow_bodies_cannot_fill_the_connection_cap(capped: str)
             sock.close()
 
 
+def test_one_credentials_listen_streams_cannot_fill_the_connection_cap(capped: str) -> None:
+    """A 2026-era `subscriptions/listen` stream is a request in flight for as long as the client likes; one
+    credential may have a quarter of --max-connections requests in flight (5 here), streams included."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 900,
+            "method": "subscriptions/listen",
+            "params": with_envelope({"notifications": {"resourcesListChanged": True}}),
+        }
+    ).encode()
+    listening = []
+    try:
+        for _ in range(25):
+            sock = socket.create_connection(_addr(capped))
+            headers = [f"Authorization: Bearer {TOKEN_A}", f"MCP-Protocol-Version: {MODERN}"]
+            sock.sendall(_head("/mcp", *headers, "Mcp-Method: subscriptions/listen", length=len(body)) + body)
+            listening.append(sock)
+            time.sleep(0.02)  # one at a time: each is a request in flight before the next connects
+        time.sleep(0.3)
+        with HttpWire(capped, token=TOKEN_B) as other:
+            assert "result" in other.initialize(), "one credential's listen streams locked another out"
+        answers = [_answer(sock) or b"" for sock in listening]
+        streams = [answer for answer in answers if answer.startswith(b"HTTP/1.1 200")]
+        assert len(streams) <= 5, f"one credential holds {len(streams)} listen streams at a 20-connection cap"
+        assert any(answer.startswith(b"HTTP/1.1 503") for answer in answers)
+    finally:
+        for sock in listening:
+            sock.close()
+
+
 def test_bodies_dribbled_after_their_answer_do_not_keep_connections(capped: str) -> None:
     """An anonymous POST is answered 401 before its body is read; the rest of a body still coming then has the
     keep-alive time (5 s) to end, however it dribbles, and meanwhile its connection is not counted as busy."""

@@ -216,11 +216,12 @@ class RequestGuard:
         # only once the body is read, so without these, initializes sent together all passed the cap and one
         # credential took every session there was.
         self._opening = _Counts()
-        # Bodies being read, per credential: each holds a connection that the front cannot close for room (a
-        # request is in flight), so one credential's slow bodies filled --max-connections and locked every other
-        # client out. A credential may hold a quarter of the connections this way.
-        self._reading = _Counts()
-        self._reading_share = max(settings.max_connections // 4, 1)
+        # Requests in flight, per credential, from the first byte of their body to the end of their answer: each
+        # holds a connection the front cannot close for room, so one credential's slow bodies, or its 2026-era
+        # listen streams (open as long as it likes), filled --max-connections and locked every other client out.
+        # A credential may hold a quarter of the connections this way (its GET streams are one per session).
+        self._in_flight = _Counts()
+        self._in_flight_share = max(settings.max_connections // 4, 1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -245,27 +246,25 @@ class RequestGuard:
             await self._too_large(send)
             return
         holder = _credential(scope)
-        if holder is not None and self._reading.of(holder) >= self._reading_share:
+        if holder is not None and self._in_flight.of(holder) >= self._in_flight_share:
             message = (
-                f"This client is sending {self._reading.of(holder)} request bodies at once (the most one client "
-                "may, a quarter of max_connections); finish those, then retry."
+                f"This client has {self._in_flight.of(holder)} requests in flight (the most one client may, a "
+                "quarter of max_connections); wait for some to be answered, or close streams it no longer reads."
             )
             await _send_error(send, 503, error_message(None, INVALID_REQUEST, message), close=True, retry_after=1)
             return
         held = [0]  # bytes of this request counted in the process-wide budget, given back once it is answered
         self._opening.add(opening)
+        self._in_flight.add(holder)
         try:
-            self._reading.add(holder)
-            try:
-                body = await self._read_body(receive, send, held, holder)
-            finally:
-                self._reading.remove(holder)
+            body = await self._read_body(receive, send, held, holder)
             if body is None:
                 return
             await self._forward(scope, receive, send, body, on_endpoint)
         finally:
             _buffered.give(held[0], holder=holder)
             self._opening.remove(opening)
+            self._in_flight.remove(holder)
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send, body: bytes, on_endpoint: bool) -> None:
         # Every POST body is judged, whatever its Content-Type says: the readers behind disagree on what JSON is
