@@ -5,6 +5,12 @@ that never end or that together would exhaust memory, bodies shaped to blow up t
 limit, sessions bound to their credential and capped per credential and in total, JWT lifetime, scope and key
 revocation, and fairness: one client's slow or abandoned calls never make another client wait. Limits are set
 low by flag so the attacks stay small.
+
+And what a second round found: a Content-Type the guard and the SDK read differently, initializes racing past
+the session cap, sockets and dribbled bodies that fill --max-connections without a request (anonymous) or with
+slow bodies and listen streams (one credential), one credential holding the whole body budget, a JWT whose
+future `iat` hides its lifetime, a static token that outlived its removal from the file, Content-Length beside
+Transfer-Encoding (request smuggling), and brackets inside strings counted as structure.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The connection layer of the HTTP front: what one TCP connection may cost before any request reaches the app.
 
 uvicorn stays the server (its graceful drain and the SO_REUSEPORT workers are built on it, serving.py), with its
-pure-Python h11 protocol, which this subclass closes two gaps in:
+pure-Python h11 protocol, which this subclass closes four gaps in:
 - **Headers have a deadline.** uvicorn waits for a request's headers for ever, so 300 connections dribbling a
   byte now and then held 300 descriptors for as long as they liked. Here a request's headers must be complete
   within `header_timeout_s` of its first byte (or of the connection opening): a connection still short of them

@@ -8,7 +8,10 @@
 - Every POST body is bounded by `max_body_bytes`: a declared Content-Length over it, or a streamed body that
   grows past it, gets 413 with a JSON-RPC error before more is read. A body that is not one JSON-RPC message
   gets the same -32700 / -32600 answer as on stdio (the SDK would call a batch "invalid params" and silently
-  take `"id": true` for a notification it never answers).
+  take `"id": true` for a notification it never answers), whatever its Content-Type says.
+- Each credential gets a share of what all clients share, so one cannot lock the others out: a quarter of the
+  body-byte budget and of `max_connections` (its requests in flight), and `max_sessions_per_client` sessions,
+  counted from the moment an initialize arrives.
 - `stateless` serves every POST on its own, with no session, so several workers can share a port.
 - `resumable` keeps each session's SSE events in a bounded in-memory store, so a client whose stream dropped
   (or that a tool sent away with `ctx.close_sse_stream()`) reconnects with Last-Event-ID and misses nothing.
