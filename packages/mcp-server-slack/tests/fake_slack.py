@@ -412,6 +412,7 @@ class FakeSlack:
         self.unlisted: set[str] = set()
         """Users users.list leaves out, as Slack does with people of other organisations in shared channels."""
         self._failures: dict[str, list[_Failure]] = {}
+        self._drops: dict[str, int] = {}
         self.latency_s: dict[str, float] = {}
         """Seconds a method takes to answer, as the real Web API's few hundred milliseconds do."""
         self._lock = threading.Lock()
@@ -572,6 +573,23 @@ class FakeSlack:
         """Answer the next `times` calls of `method` with an HTML page, as a proxy or Slack's edge does."""
         with self._lock:
             self._failures.setdefault(method, []).extend(_Failure("", status, None, {}, page) for _ in range(times))
+
+    def drop(self, method: str, *, times: int = 1) -> None:
+        """Drop the connection of the next `times` calls of `method` after doing them, without answering.
+
+        The request is read in full and handled, so a post is made, then the socket is closed: what the client
+        sees when the answer is lost on its way back (a proxy's idle cut, a network blip), and why a write
+        that failed this way may have happened.
+        """
+        with self._lock:
+            self._drops[method] = self._drops.get(method, 0) + times
+
+    def _take_drop(self, method: str) -> bool:
+        with self._lock:
+            left = self._drops.get(method, 0)
+            if left:
+                self._drops[method] = left - 1
+            return bool(left)
 
     def calls(self, method: str | None = None) -> int:
         with self._lock:
@@ -815,6 +833,9 @@ class FakeSlack:
                 with fake._lock:
                     fake.requests.append(Recorded(method, params, kind, content_type))
                 status, headers, body = fake.handle(method, params, kind)
+                if fake._take_drop(method):
+                    self.close_connection = True  # the socket closes with nothing written: no status line
+                    return
                 if isinstance(body, str):
                     data, content_type = body.encode(), "text/html; charset=utf-8"
                 else:

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Collection
 from typing import Any
+from urllib.error import URLError
 
 from mcp_server_core import Refused, Unavailable, upstream_span
 from mcp_server_core.audit import audit_target
@@ -183,16 +184,31 @@ class SlackApi:
         except SlackClientError as exc:
             raise Unavailable(f"Slack call {method} failed: {type(exc).__name__}.") from None
         except OSError as exc:  # URLError, timeouts, refused connections
-            reason = getattr(exc, "reason", None) or exc
-            if isinstance(reason, TimeoutError):  # a read that stalled, or a connect that never completed
-                raise Unavailable(
-                    f"Slack at {self.api_url} did not answer within {self.timeout_s:g} s ({method}).",
-                    hint="Retry shortly.",
-                ) from None
-            raise Unavailable(
-                f"Slack is unreachable at {self.api_url} ({type(exc).__name__}: {reason}).",
-                hint="Check the network or SLACK_API_URL, then retry.",
-            ) from None
+            raise self._network_failure(method, exc) from None
         if not isinstance(response.data, dict):
             raise Unavailable(f"Slack answered {method} with something that is not JSON.")
         return response.data
+
+    def _network_failure(self, method: str, exc: OSError) -> Unavailable:
+        reason = getattr(exc, "reason", None) or exc
+        # urllib wraps in URLError what fails while connecting or sending; what fails once the request is out
+        # (a dropped connection, no answer in time) comes bare, and Slack may have done the call by then.
+        if method in WRITES and not isinstance(exc, URLError):
+            lost = (
+                f"no answer came within {self.timeout_s:g} s"
+                if isinstance(exc, TimeoutError)
+                else f"the connection dropped before the answer ({type(exc).__name__})"
+            )
+            return Unavailable(
+                f"Slack received {method} but {lost}; it may have been done.",
+                hint="Read the channel (read_messages) to see whether it took effect before you retry.",
+            )
+        if isinstance(reason, TimeoutError):  # a read that stalled, or a connect that never completed
+            return Unavailable(
+                f"Slack at {self.api_url} did not answer within {self.timeout_s:g} s ({method}).",
+                hint="Retry shortly.",
+            )
+        return Unavailable(
+            f"Slack is unreachable at {self.api_url} ({type(exc).__name__}: {reason}).",
+            hint="Check the network or SLACK_API_URL, then retry.",
+        )
