@@ -439,6 +439,10 @@ class FakeSlack:
             _user(f"U{n:08d}", f"user{n:03d}", f"Person {n:03d}", email=f"user{n:03d}@example.com")
             for n in range(1, 246)
         ]
+        # Every workspace lists Slackbot, a user that is no bot user (is_bot false); it signs the tombstone left
+        # where a thread's first message was deleted (docs.slack.dev/reference/methods/users.list lists "all
+        # users in the workspace").
+        self.users.append(_user("USLACKBOT", "slackbot", "Slackbot", tz="America/Los_Angeles"))
         self.channels: list[dict[str, Any]] = [
             _channel("C0GENERAL", "general", topic="Company-wide news", purpose="Announcements", num_members=250),
             _channel("C0RANDOM0", "random", purpose="Anything goes"),
@@ -446,6 +450,7 @@ class FakeSlack:
             _channel("G0SECRET0", "secret-plans", private=True, purpose="Do not share"),
             _channel("C0OUTSIDE", "outside", member=False, purpose="The bot was never invited"),
             _channel("C0OLDNEWS", "old-news", archived=True, member=False),
+            _channel("C0RELEASE", "releases", purpose="What shipped, and the channel's own events"),
             {
                 "id": "D0ALICE00",
                 "created": BASE_TS - 86400,
@@ -459,7 +464,7 @@ class FakeSlack:
         # Enough channels that conversations.list takes two pages of 200.
         self.channels += [_channel(f"C1{n:07d}", f"project-{n:03d}", member=False) for n in range(1, 221)]
         self.members: dict[str, list[str]] = {
-            "C0GENERAL": [u["id"] for u in self.users if not u["deleted"]],
+            "C0GENERAL": [u["id"] for u in self.users if not u["deleted"] and u["id"] != "USLACKBOT"],
             "C0RANDOM0": ["U0ALICE00", "U0BOB0000", "U0CAROL00"],
             "C0BUSY000": [f"U{n:08d}" for n in range(1, 31)],
             "G0SECRET0": ["U0ALICE00", "U0BOB0000"],
@@ -534,6 +539,97 @@ class FakeSlack:
             APP_MESSAGE,
         ]
         self.messages["D0ALICE00"].append({"type": "message", "user": "U0ALICE00", "text": "psst", "ts": _ts(7)})
+        self._seed_releases()
+
+    def _seed_releases(self) -> None:
+        """#releases: the message kinds history holds besides a person's or an app's post, as Slack sends them."""
+        thread_ts = _ts(230)
+        # A thread whose first message was deleted: the replies stay and a tombstone holds the thread's place
+        # (conversations.replies answers it first, as for any thread: docs.slack.dev/reference/methods/
+        # conversations.replies).
+        tombstone = {
+            "type": "message",
+            "subtype": "tombstone",
+            "text": "This message was deleted.",
+            "user": "USLACKBOT",
+            "hidden": True,
+            "ts": thread_ts,
+            "thread_ts": thread_ts,
+            "reply_count": 2,
+            "reply_users_count": 1,
+            "latest_reply": _ts(240),
+            "reply_users": ["U0ALICE00"],
+        }
+        # docs.slack.dev/reference/events/message/thread_broadcast: a reply also sent to the channel carries
+        # its thread's first message as `root`.
+        broadcast = {
+            "type": "message",
+            "subtype": "thread_broadcast",
+            "user": "U0ALICE00",
+            "text": "Rolled back v1.3.1; v1.3.0 is live again",
+            "ts": _ts(240),
+            "thread_ts": thread_ts,
+            "root": tombstone,
+        }
+        releases = [
+            # A deactivated person's message stays in history (users.list still lists them, deleted: true).
+            {"type": "message", "user": "U0DAVE000", "text": "v1.2 notes are in the wiki", "ts": _ts(190)},
+            # docs.slack.dev/reference/events/message/channel_join
+            {
+                "type": "message",
+                "subtype": "channel_join",
+                "user": "U0CAROL00",
+                "text": "<@U0CAROL00> has joined the channel",
+                "inviter": "U0ALICE00",
+                "ts": _ts(200),
+            },
+            # docs.slack.dev/reference/events/message/message_changed: an edited message keeps its ts and says
+            # who edited it when.
+            {
+                "type": "message",
+                "user": "U0ALICE00",
+                "text": "v1.3 is out",
+                "ts": _ts(210),
+                "edited": {"user": "U0ALICE00", "ts": _ts(215)},
+            },
+            # docs.slack.dev/reference/events/message/file_share: a post that is only a file has empty text. A
+            # file past a free workspace's visible history comes as its id and mode alone
+            # (docs.slack.dev/reference/objects/file-object, mode hidden_by_limit).
+            {
+                "type": "message",
+                "subtype": "file_share",
+                "user": "U0BOB0000",
+                "text": "",
+                "upload": True,
+                "display_as_bot": False,
+                "ts": _ts(220),
+                "files": [
+                    {
+                        "id": "F0NOTES00",
+                        "created": BASE_TS + 220,
+                        "timestamp": BASE_TS + 220,
+                        "name": "release-notes.pdf",
+                        "title": "Release notes",
+                        "mimetype": "application/pdf",
+                        "filetype": "pdf",
+                        "pretty_type": "PDF",
+                        "user": "U0BOB0000",
+                        "mode": "hosted",
+                        "size": 48213,
+                    },
+                    {"id": "F0HIDDEN0", "mode": "hidden_by_limit"},
+                ],
+            },
+            tombstone,
+            broadcast,
+        ]
+        self.messages["C0RELEASE"] = sorted(releases, key=lambda m: float(m["ts"]), reverse=True)
+        rollback = {"type": "message", "user": "U0ALICE00", "text": "Rolling back v1.3.1", "ts": _ts(235)}
+        self.replies[("C0RELEASE", thread_ts)] = [
+            tombstone,
+            {**rollback, "thread_ts": thread_ts, "parent_user_id": "USLACKBOT"},
+            {**broadcast, "parent_user_id": "USLACKBOT"},
+        ]
 
     def channel(self, channel_id: str) -> dict[str, Any]:
         for channel in self.channels:

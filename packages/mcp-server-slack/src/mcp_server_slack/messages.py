@@ -81,7 +81,7 @@ def to_records(
         ]
         if reactions:
             record["reactions"] = reactions
-        files = [str(f.get("name") or f.get("title") or f.get("id")) for f in raw.get("files") or []]
+        files = [_file_label(f) for f in raw.get("files") or [] if isinstance(f, dict)]
         if files:
             record["files"] = files
         if raw.get("edited"):
@@ -98,6 +98,16 @@ def to_records(
             record["permalink"] = str(raw["permalink"])
         records.append(record)
     return records, users.unnamed_because
+
+
+def _file_label(file: dict[str, Any]) -> str:
+    name = file.get("name") or file.get("title")
+    if name:
+        return str(name)
+    # A file Slack withholds (hidden_by_limit past a free plan's history, tombstone once deleted, file_access
+    # in Slack Connect) comes as its ID and mode alone: the mode says why it has no name.
+    mode = file.get("mode")
+    return f"{file.get('id')} ({mode})" if mode else str(file.get("id"))
 
 
 def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
