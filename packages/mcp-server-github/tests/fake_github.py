@@ -215,6 +215,8 @@ class FakeGitHub:
         self.retry_after = 1
         self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
+        # (method, path regex, seconds, answered): done, then the answer held that long and sent or not; once each
+        self.stalls: list[tuple[str, str, float, bool]] = []
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
@@ -262,6 +264,26 @@ class FakeGitHub:
 
     def fail(self, path_pattern: str, status: int, times: int = 1) -> None:
         self.failures.append((path_pattern, status, times))
+
+    def drop(self, method: str, path_pattern: str) -> None:
+        """Do the next `method` request to a matching path, then close the connection without answering: what a
+        client sees when the answer is lost on its way back, and why a write that failed so may have happened."""
+        with self._lock:
+            self.stalls.append((method, path_pattern, 0.0, False))
+
+    def hold(self, method: str, path_pattern: str, seconds: float) -> None:
+        """Do the next `method` request to a matching path, then hold its answer `seconds` (past a timeout)."""
+        with self._lock:
+            self.stalls.append((method, path_pattern, seconds, True))
+
+    def _stall(self, method: str, path: str) -> tuple[float, bool]:
+        """How long to hold this answer, and whether to send it then."""
+        with self._lock:
+            for index, (verb, pattern, seconds, answered) in enumerate(self.stalls):
+                if verb == method and re.search(pattern, urlsplit(path).path):
+                    del self.stalls[index]
+                    return seconds, answered
+        return 0.0, True
 
     def rename(self, old: str, new: str) -> Repo:
         """Rename (or transfer) a repository: GitHub then answers its old name with 301 on reads, 307 on writes."""
@@ -1868,6 +1890,11 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, out, data = fake.handle(self.command, self.path, headers, body)
+            held, answered = fake._stall(self.command, self.path)
+            time.sleep(held)
+            if not answered:
+                self.close_connection = True  # the socket closes with nothing written: no status line
+                return
             self.send_response(status)
             for key, value in out.items():
                 self.send_header(key, value)
