@@ -210,10 +210,15 @@ class FakeGitHub:
         self.trees: dict[str, dict[str, bytes]] = {}
         self.logs: dict[int, str] = {}
         self.remaining = 4999
+        # docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api, "Exceeding the rate limit": either
+        # limit answers 403 or 429. A secondary one may carry retry-after (None: left out), and may come with
+        # x-ratelimit-remaining 0 and x-ratelimit-reset (secondary_reset_in seconds away), or with neither.
         self.primary_limited = False
+        self.primary_status = 403
         self.secondary_limited = 0
-        self.retry_after = 1
-        self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
+        self.retry_after: int | None = 1
+        self.secondary_reset_in: int | None = None
+        self.secondary_status = 403
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
         # (method, path regex, seconds, answered): done, then the answer held that long and sent or not; once each
         self.stalls: list[tuple[str, str, float, bool]] = []
@@ -681,7 +686,7 @@ class FakeGitHub:
         if self.primary_limited:
             reset = str(int(time.time()) + 1800)
             raise Reply(
-                403,
+                self.primary_status,
                 {
                     "message": "API rate limit exceeded for user ID 1. If you reach out to GitHub Support "
                     "for help, please include the request ID.",
@@ -691,13 +696,19 @@ class FakeGitHub:
             )
         if self.secondary_limited:
             self.secondary_limited -= 1
+            limit_headers = {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+            if self.secondary_reset_in is not None:
+                limit_headers["X-RateLimit-Remaining"] = "0"
+                limit_headers["X-RateLimit-Reset"] = str(int(time.time()) + self.secondary_reset_in)
             raise Reply(
                 self.secondary_status,
                 {
                     "message": "You have exceeded a secondary rate limit. Please wait a few minutes before "
-                    "you try again."
+                    "you try again. If you reach out to GitHub Support for help, please include the request ID.",
+                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/"
+                    "rate-limits-for-the-rest-api#about-secondary-rate-limits",
                 },
-                {"Retry-After": str(self.retry_after)},
+                limit_headers,
             )
         for index, (pattern, status, times) in enumerate(self.failures):
             if re.search(pattern, path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 
 import pytest
@@ -15,8 +16,9 @@ REPO = "acme/widgets"
 GET_ISSUE = ("get_issue", {"repo": REPO, "number": 2})
 
 
-async def test_the_primary_rate_limit_says_when_it_resets_and_is_not_retried(fake: FakeGitHub) -> None:
-    fake.primary_limited = True
+@pytest.mark.parametrize("status", [403, 429])
+async def test_the_primary_rate_limit_says_when_it_resets_and_is_not_retried(fake: FakeGitHub, status: int) -> None:
+    fake.primary_limited, fake.primary_status = True, status
     async with Client(server_for(fake)) as client:
         fake.reset_requests()
         started = time.monotonic()
@@ -166,6 +168,30 @@ async def test_a_secondary_limit_is_recognised_as_403_or_429(fake: FakeGitHub, s
         "GitHub's secondary rate limit stopped issue acme/widgets#2: too many requests too quickly. "
         "Retry after 120 s, one request at a time."
     )
+
+
+async def test_a_secondary_limit_without_retry_after_waits_a_minute(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after = 1, None  # GitHub's advice then: wait at least a minute
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert "secondary rate limit" in text_of(result)
+    assert "Retry after 60 s, one request at a time." in text_of(result)
+    assert fake.count() == 1
+
+
+async def test_a_secondary_limit_with_remaining_zero_waits_for_the_reset(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after, fake.secondary_reset_in = 1, None, 600
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    text = text_of(result)
+    assert "GitHub's secondary rate limit stopped issue acme/widgets#2" in text
+    assert re.search(r"Retry after 60\d s, one request at a time\.", text), text
+    assert "requests an hour is used up" not in text
+    assert fake.count() == 1
 
 
 async def test_a_persistent_server_error_fails_after_one_retry(fake: FakeGitHub) -> None:

@@ -488,7 +488,9 @@ def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> To
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     wait = rate_limit_wait(lowered) if status in (403, 429) else None
     if wait is not None or (status in (403, 429) and "rate limit" in message.lower()):
-        if lowered.get("x-ratelimit-remaining") == "0" and "retry-after" not in lowered:
+        # A secondary limit says so in its message, and may also carry remaining 0 and the reset to wait for.
+        secondary = "secondary rate limit" in message.lower()
+        if lowered.get("x-ratelimit-remaining") == "0" and "retry-after" not in lowered and not secondary:
             reset = lowered.get("x-ratelimit-reset", "")
             when = datetime.fromtimestamp(int(reset), UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if reset.isdigit() else "?"
             return RateLimited(
