@@ -197,7 +197,10 @@ _REDIRECT_DOCS = "https://docs.github.com/rest/guides/best-practices-for-using-t
 
 
 def _error(status: int, message: str, **extra: Any) -> Reply:
-    return Reply(status, {"message": message, "documentation_url": "https://docs.github.com/rest", **extra})
+    # The description's basic-error and validation-error: message, documentation_url, the status as a string
+    # ("404"), and for a 422 the errors[] (resource, field, code; a `custom` one with its own message).
+    body = {"message": message, "documentation_url": "https://docs.github.com/rest", "status": str(status)}
+    return Reply(status, {**body, **extra})
 
 
 class FakeGitHub:
