@@ -130,6 +130,9 @@ USERS = {
     "bob": _user("bob", 3),
     "mallory": _user("mallory", 4),
     "dependabot[bot]": _user("dependabot[bot]", 5, "Bot"),
+    # What a deleted account's issues and comments are attributed to: GitHub's "ghost" user, id 10137
+    # (docs.github.com/account-and-profile, "Deleting your personal account").
+    "ghost": _user("ghost", 10137),
 }
 
 
@@ -385,6 +388,7 @@ class FakeGitHub:
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
         self._issue(widgets, 44, "Issue number 44", "bob", "CONTRIBUTOR")  # opened without a description
+        self._comment(widgets, 44, "ghost", "NONE", "Seen here too.")  # by an account deleted since
         self._issue(widgets, 1, "Crash on start", "alice", "OWNER", body="It **crashes**.", labels=["bug"])
         for n, (who, assoc) in enumerate([("bob", "MEMBER"), ("mallory", "NONE"), ("alice", "OWNER")], 1):
             self._comment(widgets, 1, who, assoc, f"Comment {n} on the crash.")

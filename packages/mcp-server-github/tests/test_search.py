@@ -25,6 +25,6 @@ async def test_repository_and_user_search_page_by_cursor(fake: FakeGitHub) -> No
     names = [r["repo"] for r in repos["items"] + rest["items"]]
     assert sorted(names) == ["acme/locked", "acme/secret", "acme/widgets"]
     assert repos["items"][0]["stars"] == 42
-    assert [u["login"] for u in users["items"]] == ["octocat", "bob", "mallory", "dependabot[bot]"]
+    assert [u["login"] for u in users["items"]] == ["octocat", "bob", "mallory", "dependabot[bot]", "ghost"]
     assert fake.requests[1].query["q"] == "acme"
     assert fake.requests[1].query["page"] == "2"
