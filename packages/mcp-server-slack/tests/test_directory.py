@@ -135,6 +135,15 @@ async def test_names_missing_for_a_rate_limit_are_explained_once(fake: FakeSlack
     assert "note" not in (cold.structured_content or {})  # the outputSchema stays as it was
 
 
+async def test_members_missing_names_for_a_rate_limit_say_why(fake: FakeSlack) -> None:
+    fake.fail("users.list", "ratelimited", status=429, retry_after=120)
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool("list_users", {"channel": "#random"})
+    text = text_of(result)
+    assert text.startswith("Members of #random (C0RANDOM0).\n3 name(s) shown as user IDs: Slack rate-limited")
+    assert "U0ALICE00 · @U0ALICE00" in text
+
+
 async def test_a_search_with_unnamed_authors_says_why(fake: FakeSlack) -> None:
     fake.missing_scopes.add("users:read")
     async with Client(make_server(fake)) as client:
