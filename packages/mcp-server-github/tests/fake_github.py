@@ -800,7 +800,8 @@ class FakeGitHub:
         host = headers.get("host", self.url.split("//", 1)[1])
         for rel, number in (("prev", page - 1), ("next", page + 1), ("last", last), ("first", 1)):
             if 1 <= number <= last and number != page:
-                params = "&".join(f"{k}={v}" for k, v in {**query, "per_page": per_page, "page": number}.items())
+                # Percent-encoded, as GitHub's links are: a search's q holds spaces, ':', '+' and '&'.
+                params = urlencode({**query, "per_page": per_page, "page": number})
                 links.append(f'<http://{host}{self.prefix}{paged.link_path}?{params}>; rel="{rel}"')
         body: Any = items if paged.key is None else {**paged.extra, paged.key: items}
         return body, ({"Link": ", ".join(links)} if links else {})
