@@ -413,6 +413,7 @@ class FakeSlack:
         """Users users.list leaves out, as Slack does with people of other organisations in shared channels."""
         self._failures: dict[str, list[_Failure]] = {}
         self._drops: dict[str, int] = {}
+        self._warnings: dict[str, str] = {}
         self.latency_s: dict[str, float] = {}
         """Seconds a method takes to answer, as the real Web API's few hundred milliseconds do."""
         self._lock = threading.Lock()
@@ -670,6 +671,13 @@ class FakeSlack:
         with self._lock:
             self._failures.setdefault(method, []).extend(_Failure("", status, None, {}, page) for _ in range(times))
 
+    def warn(self, method: str, warning: str) -> None:
+        """Answer the next successful call of `method` with a warning, as Slack does for a call it could complete
+        but not as asked: `"warning": "a,b"` beside `ok: true`, and each in `response_metadata.warnings`
+        (docs.slack.dev/apis/web-api, "Evaluating responses")."""
+        with self._lock:
+            self._warnings[method] = warning
+
     def drop(self, method: str, *, times: int = 1) -> None:
         """Drop the connection of the next `times` calls of `method` after doing them, without answering.
 
@@ -719,8 +727,12 @@ class FakeSlack:
         try:
             with self._lock:
                 body = handler(params, token_kind)
+                warning = self._warnings.pop(method, None)
         except _SlackError as exc:
             return 200, {}, {"ok": False, "error": exc.error, **exc.extra}
+        if warning is not None:
+            meta = {**body.get("response_metadata", {}), "warnings": warning.split(",")}
+            body = {**body, "warning": warning, "response_metadata": meta}
         return 200, {}, {"ok": True, **body}
 
     def _require(self, scope: str) -> None:
@@ -941,10 +953,13 @@ class FakeSlack:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (its timeout): Slack has nobody to answer either
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         httpd.daemon_threads = True

@@ -32,6 +32,8 @@ from mcp_server_slack.settings import SlackSettings
 
 __all__ = ["BoundedRateLimitRetry", "send", "web_client"]
 
+logger = logging.getLogger(__name__)
+
 
 class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
     """slack-sdk's 429 handler (one retry after Retry-After), only when the wait fits the budget.
@@ -135,6 +137,14 @@ def send(
         raise _network_failure(client, method, exc) from None
     if not isinstance(response.data, dict):
         raise Unavailable(f"Slack answered {method} with something that is not JSON.")
+    if response.data.get("warning"):
+        # Done, but not as Slack would have it asked (a deprecation, a charset): for whoever runs the server.
+        logger.warning(
+            "Slack warned on %s: %s (docs.slack.dev/reference/methods/%s lists its warnings)",
+            method,
+            response.data["warning"],
+            method,
+        )
     return response.data
 
 
