@@ -1914,12 +1914,15 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             if not answered:
                 self.close_connection = True  # the socket closes with nothing written: no status line
                 return
-            self.send_response(status)
-            for key, value in out.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                for key, value in out.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client stopped waiting (its timeout): nobody to answer
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
 
