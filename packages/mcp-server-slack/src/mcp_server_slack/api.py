@@ -34,8 +34,6 @@ class SlackApi:
 
     def __init__(self, settings: SlackSettings) -> None:
         self.settings = settings
-        self.api_url = settings.api_url
-        self.timeout_s = settings.timeout_s
         self.has_user_token = settings.user_token is not None
         self.has_bot_token = settings.bot_token is not None
         tokens = (("bot", settings.bot_token), ("user", settings.user_token))
