@@ -855,10 +855,20 @@ class FakeSlack:
         page = int(params.get("page") or 1)
         pages = max((len(matches) + count - 1) // count, 1)
         chosen = matches[(page - 1) * count : page * count]
+        # docs.slack.dev/reference/methods/search.messages: both page blocks, `paging` and `pagination`.
+        first = (page - 1) * count + 1 if chosen else 0
         return {
             "query": params.get("query"),
             "messages": {
                 "total": len(matches),
+                "pagination": {
+                    "total_count": len(matches),
+                    "page": page,
+                    "per_page": count,
+                    "page_count": pages,
+                    "first": first,
+                    "last": first + len(chosen) - 1 if chosen else 0,
+                },
                 "paging": {"count": count, "total": len(matches), "page": page, "pages": pages},
                 "matches": chosen,
             },
