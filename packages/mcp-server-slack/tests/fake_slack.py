@@ -449,6 +449,7 @@ class FakeSlack:
             _channel("C0RANDOM0", "random", purpose="Anything goes"),
             _channel("C0BUSY000", "busy", purpose="A loud channel", num_members=30),
             _channel("G0SECRET0", "secret-plans", private=True, purpose="Do not share"),
+            _channel("G0HIDDEN0", "not-for-the-bot", private=True, member=False),
             _channel("C0OUTSIDE", "outside", member=False, purpose="The bot was never invited"),
             _channel("C0OLDNEWS", "old-news", archived=True, member=False),
             _channel("C0RELEASE", "releases", purpose="What shipped, and the channel's own events"),
@@ -634,7 +635,8 @@ class FakeSlack:
 
     def channel(self, channel_id: str) -> dict[str, Any]:
         for channel in self.channels:
-            if channel["id"] == channel_id:
+            # A private channel the token is not in does not exist for it: channel_not_found, not not_in_channel.
+            if channel["id"] == channel_id and not (channel.get("is_private") and not channel["is_member"]):
                 return channel
         raise _SlackError("channel_not_found")
 
@@ -766,8 +768,11 @@ class FakeSlack:
                 return False
             return "public_channel" in types
 
-        page, meta = self._page([c for c in self.channels if wanted(c)], params)
-        return {"channels": page, **meta}
+        # Slack pages first and filters after (docs.slack.dev/reference/methods/conversations.list: "Fewer than
+        # the requested number of items may be returned, even if the end of the list hasn't been reached"): a
+        # private channel the token is not in leaves its page one short, with the cursor still there.
+        page, meta = self._page(self.channels, params)
+        return {"channels": [c for c in page if wanted(c)], **meta}
 
     def _readable(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self.channel(str(params.get("channel")))

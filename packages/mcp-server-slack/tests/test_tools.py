@@ -312,3 +312,13 @@ async def test_joins_edits_files_broadcasts_and_a_deleted_thread_start_read_as_s
         "Rolling back v1.3.1",
         "Rolled back v1.3.1; v1.3.0 is live again",
     ]
+
+
+async def test_a_private_channel_the_app_is_not_in_is_neither_listed_nor_found(fake: FakeSlack) -> None:
+    listed = await _call(fake, "list_channels", {})
+    assert "G0HIDDEN0" not in {c["id"] for c in (listed.structured_content or {})["channels"]}
+    for ref in ("G0HIDDEN0", "#not-for-the-bot"):
+        result = await _call(fake, "read_messages", {"channel": ref})
+        assert result.is_error
+        assert "needs the app invited" in text_of(result)
+    assert fake.calls("conversations.history") == 0
