@@ -239,7 +239,7 @@ def _slack() -> Target:
     from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 
     api = SlackApi(SlackSettings(bot_token=fake_slack.BOT_TOKEN, api_url="http://127.0.0.1:9/api/"))
-    handlers = api._clients["bot"].retry_handlers  # no public way to see the client the server builds
+    handlers = api.client("bot").retry_handlers  # the client the server builds at its first call
     # slack-sdk counts attempts once per call, across handlers: the most any one handler allows is the most made.
     retries = max(handler.max_retry_count for handler in handlers)
     backoff = 0.0

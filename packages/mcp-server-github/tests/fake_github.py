@@ -130,6 +130,9 @@ USERS = {
     "bob": _user("bob", 3),
     "mallory": _user("mallory", 4),
     "dependabot[bot]": _user("dependabot[bot]", 5, "Bot"),
+    # What a deleted account's issues and comments are attributed to: GitHub's "ghost" user, id 10137
+    # (docs.github.com/account-and-profile, "Deleting your personal account").
+    "ghost": _user("ghost", 10137),
 }
 
 
@@ -197,7 +200,10 @@ _REDIRECT_DOCS = "https://docs.github.com/rest/guides/best-practices-for-using-t
 
 
 def _error(status: int, message: str, **extra: Any) -> Reply:
-    return Reply(status, {"message": message, "documentation_url": "https://docs.github.com/rest", **extra})
+    # The description's basic-error and validation-error: message, documentation_url, the status as a string
+    # ("404"), and for a 422 the errors[] (resource, field, code; a `custom` one with its own message).
+    body = {"message": message, "documentation_url": "https://docs.github.com/rest", "status": str(status)}
+    return Reply(status, {**body, **extra})
 
 
 class FakeGitHub:
@@ -210,11 +216,18 @@ class FakeGitHub:
         self.trees: dict[str, dict[str, bytes]] = {}
         self.logs: dict[int, str] = {}
         self.remaining = 4999
+        # docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api, "Exceeding the rate limit": either
+        # limit answers 403 or 429. A secondary one may carry retry-after (None: left out), and may come with
+        # x-ratelimit-remaining 0 and x-ratelimit-reset (secondary_reset_in seconds away), or with neither.
         self.primary_limited = False
+        self.primary_status = 403
         self.secondary_limited = 0
-        self.retry_after = 1
-        self.secondary_status = 403  # GitHub answers a secondary limit with 403 or 429
+        self.retry_after: int | None = 1
+        self.secondary_reset_in: int | None = None
+        self.secondary_status = 403
         self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
+        # (method, path regex, seconds, answered): done, then the answer held that long and sent or not; once each
+        self.stalls: list[tuple[str, str, float, bool]] = []
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
@@ -262,6 +275,26 @@ class FakeGitHub:
 
     def fail(self, path_pattern: str, status: int, times: int = 1) -> None:
         self.failures.append((path_pattern, status, times))
+
+    def drop(self, method: str, path_pattern: str) -> None:
+        """Do the next `method` request to a matching path, then close the connection without answering: what a
+        client sees when the answer is lost on its way back, and why a write that failed so may have happened."""
+        with self._lock:
+            self.stalls.append((method, path_pattern, 0.0, False))
+
+    def hold(self, method: str, path_pattern: str, seconds: float) -> None:
+        """Do the next `method` request to a matching path, then hold its answer `seconds` (past a timeout)."""
+        with self._lock:
+            self.stalls.append((method, path_pattern, seconds, True))
+
+    def _stall(self, method: str, path: str) -> tuple[float, bool]:
+        """How long to hold this answer, and whether to send it then."""
+        with self._lock:
+            for index, (verb, pattern, seconds, answered) in enumerate(self.stalls):
+                if verb == method and re.search(pattern, urlsplit(path).path):
+                    del self.stalls[index]
+                    return seconds, answered
+        return 0.0, True
 
     def rename(self, old: str, new: str) -> Repo:
         """Rename (or transfer) a repository: GitHub then answers its old name with 301 on reads, 307 on writes."""
@@ -355,6 +388,7 @@ class FakeGitHub:
         for number in range(1, 46):
             self._issue(widgets, number, f"Issue number {number}", "bob", "CONTRIBUTOR", body=f"Body of {number}.")
         self._issue(widgets, 44, "Issue number 44", "bob", "CONTRIBUTOR")  # opened without a description
+        self._comment(widgets, 44, "ghost", "NONE", "Seen here too.")  # by an account deleted since
         self._issue(widgets, 1, "Crash on start", "alice", "OWNER", body="It **crashes**.", labels=["bug"])
         for n, (who, assoc) in enumerate([("bob", "MEMBER"), ("mallory", "NONE"), ("alice", "OWNER")], 1):
             self._comment(widgets, 1, who, assoc, f"Comment {n} on the crash.")
@@ -659,7 +693,7 @@ class FakeGitHub:
         if self.primary_limited:
             reset = str(int(time.time()) + 1800)
             raise Reply(
-                403,
+                self.primary_status,
                 {
                     "message": "API rate limit exceeded for user ID 1. If you reach out to GitHub Support "
                     "for help, please include the request ID.",
@@ -669,13 +703,19 @@ class FakeGitHub:
             )
         if self.secondary_limited:
             self.secondary_limited -= 1
+            limit_headers = {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+            if self.secondary_reset_in is not None:
+                limit_headers["X-RateLimit-Remaining"] = "0"
+                limit_headers["X-RateLimit-Reset"] = str(int(time.time()) + self.secondary_reset_in)
             raise Reply(
                 self.secondary_status,
                 {
                     "message": "You have exceeded a secondary rate limit. Please wait a few minutes before "
-                    "you try again."
+                    "you try again. If you reach out to GitHub Support for help, please include the request ID.",
+                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/"
+                    "rate-limits-for-the-rest-api#about-secondary-rate-limits",
                 },
-                {"Retry-After": str(self.retry_after)},
+                limit_headers,
             )
         for index, (pattern, status, times) in enumerate(self.failures):
             if re.search(pattern, path):
@@ -760,7 +800,8 @@ class FakeGitHub:
         host = headers.get("host", self.url.split("//", 1)[1])
         for rel, number in (("prev", page - 1), ("next", page + 1), ("last", last), ("first", 1)):
             if 1 <= number <= last and number != page:
-                params = "&".join(f"{k}={v}" for k, v in {**query, "per_page": per_page, "page": number}.items())
+                # Percent-encoded, as GitHub's links are: a search's q holds spaces, ':', '+' and '&'.
+                params = urlencode({**query, "per_page": per_page, "page": number})
                 links.append(f'<http://{host}{self.prefix}{paged.link_path}?{params}>; rel="{rel}"')
         body: Any = items if paged.key is None else {**paged.extra, paged.key: items}
         return body, ({"Link": ", ".join(links)} if links else {})
@@ -1868,12 +1909,20 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, out, data = fake.handle(self.command, self.path, headers, body)
-            self.send_response(status)
-            for key, value in out.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            held, answered = fake._stall(self.command, self.path)
+            time.sleep(held)
+            if not answered:
+                self.close_connection = True  # the socket closes with nothing written: no status line
+                return
+            try:
+                self.send_response(status)
+                for key, value in out.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client stopped waiting (its timeout): nobody to answer
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
 

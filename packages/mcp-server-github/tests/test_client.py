@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 
 import pytest
@@ -15,8 +16,9 @@ REPO = "acme/widgets"
 GET_ISSUE = ("get_issue", {"repo": REPO, "number": 2})
 
 
-async def test_the_primary_rate_limit_says_when_it_resets_and_is_not_retried(fake: FakeGitHub) -> None:
-    fake.primary_limited = True
+@pytest.mark.parametrize("status", [403, 429])
+async def test_the_primary_rate_limit_says_when_it_resets_and_is_not_retried(fake: FakeGitHub, status: int) -> None:
+    fake.primary_limited, fake.primary_status = True, status
     async with Client(server_for(fake)) as client:
         fake.reset_requests()
         started = time.monotonic()
@@ -166,6 +168,30 @@ async def test_a_secondary_limit_is_recognised_as_403_or_429(fake: FakeGitHub, s
         "GitHub's secondary rate limit stopped issue acme/widgets#2: too many requests too quickly. "
         "Retry after 120 s, one request at a time."
     )
+
+
+async def test_a_secondary_limit_without_retry_after_waits_a_minute(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after = 1, None  # GitHub's advice then: wait at least a minute
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert "secondary rate limit" in text_of(result)
+    assert "Retry after 60 s, one request at a time." in text_of(result)
+    assert fake.count() == 1
+
+
+async def test_a_secondary_limit_with_remaining_zero_waits_for_the_reset(fake: FakeGitHub) -> None:
+    fake.secondary_limited, fake.retry_after, fake.secondary_reset_in = 1, None, 600
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    text = text_of(result)
+    assert "GitHub's secondary rate limit stopped issue acme/widgets#2" in text
+    assert re.search(r"Retry after 60\d s, one request at a time\.", text), text
+    assert "requests an hour is used up" not in text
+    assert fake.count() == 1
 
 
 async def test_a_persistent_server_error_fails_after_one_retry(fake: FakeGitHub) -> None:
@@ -437,3 +463,53 @@ async def test_a_followed_rename_is_said_once_in_the_tools_text(fake: FakeGitHub
     assert [c["body"] for c in gadgets.comments[2]] == ["moved?"]
     assert "has moved" not in text_of(unmoved)
     assert [r.path for r in fake.requests] == ["/repos/acme/gadgets/issues"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "path"),
+    [
+        ("add_issue_comment", {"repo": REPO, "number": 2, "body": "Fixed in v2"}, r"/issues/2/comments$"),
+        ("create_issue", {"repo": REPO, "title": "Crash on save"}, r"/issues$"),
+    ],
+)
+async def test_a_write_whose_answer_is_lost_is_sent_once_and_says_to_check(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], path: str
+) -> None:
+    # GitHub did the write and the connection dropped before its answer: "cannot reach, retry" would do it twice.
+    fake.drop("POST", path)
+    repo = fake.repos[REPO]
+    before = (len(repo.issues), len(repo.comments[2]))
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    text = text_of(result)
+    assert "may have been done" in text
+    assert "before you retry" in text
+    assert "Cannot reach" not in text
+    assert fake.count() == 1
+    assert (len(repo.issues), len(repo.comments[2])) == (
+        before[0] + (tool == "create_issue"),
+        before[1] + (tool == "add_issue_comment"),
+    )
+
+
+async def test_a_read_whose_answer_is_lost_says_github_could_not_be_reached(fake: FakeGitHub) -> None:
+    fake.drop("GET", r"/issues/2$")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert result.is_error
+    assert "may have been done" not in text_of(result)
+    assert text_of(result).startswith("Cannot reach GitHub")
+
+
+async def test_a_write_whose_answer_does_not_come_in_time_says_to_check(fake: FakeGitHub) -> None:
+    fake.hold("POST", r"/issues$", 3.0)  # GitHub made the issue; its answer comes after the 1 s timeout
+    async with Client(server_for(fake, timeout_s=1)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("create_issue", {"repo": REPO, "title": "Crash on save"})
+    assert result.is_error
+    assert text_of(result).startswith(
+        "GitHub did not answer creating an issue in acme/widgets within 1 s; it may have been done."
+    )
+    assert fake.count() == 1

@@ -50,6 +50,12 @@ async def test_a_draft_release_says_it_is_unpublished(fake: FakeGitHub) -> None:
     assert "published" not in result.structured_content["items"][0]
 
 
+async def test_a_deleted_accounts_comment_reads_as_by_ghost(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool("get_issue", {"repo": REPO, "number": 44})
+    assert "comment of 2026-11-30 by ghost (no association with the repository)" in text_of(result)
+
+
 # The schema no longer spells these checks out (issue 15): the validators must still stop the call before GitHub.
 MALFORMED = [
     ("get_issue", {"repo": "widgets", "number": 1}, "owner/name"),

@@ -412,6 +412,8 @@ class FakeSlack:
         self.unlisted: set[str] = set()
         """Users users.list leaves out, as Slack does with people of other organisations in shared channels."""
         self._failures: dict[str, list[_Failure]] = {}
+        self._drops: dict[str, int] = {}
+        self._warnings: dict[str, str] = {}
         self.latency_s: dict[str, float] = {}
         """Seconds a method takes to answer, as the real Web API's few hundred milliseconds do."""
         self._lock = threading.Lock()
@@ -438,13 +440,19 @@ class FakeSlack:
             _user(f"U{n:08d}", f"user{n:03d}", f"Person {n:03d}", email=f"user{n:03d}@example.com")
             for n in range(1, 246)
         ]
+        # Every workspace lists Slackbot, a user that is no bot user (is_bot false); it signs the tombstone left
+        # where a thread's first message was deleted (docs.slack.dev/reference/methods/users.list lists "all
+        # users in the workspace").
+        self.users.append(_user("USLACKBOT", "slackbot", "Slackbot", tz="America/Los_Angeles"))
         self.channels: list[dict[str, Any]] = [
             _channel("C0GENERAL", "general", topic="Company-wide news", purpose="Announcements", num_members=250),
             _channel("C0RANDOM0", "random", purpose="Anything goes"),
             _channel("C0BUSY000", "busy", purpose="A loud channel", num_members=30),
             _channel("G0SECRET0", "secret-plans", private=True, purpose="Do not share"),
+            _channel("G0HIDDEN0", "not-for-the-bot", private=True, member=False),
             _channel("C0OUTSIDE", "outside", member=False, purpose="The bot was never invited"),
             _channel("C0OLDNEWS", "old-news", archived=True, member=False),
+            _channel("C0RELEASE", "releases", purpose="What shipped, and the channel's own events"),
             {
                 "id": "D0ALICE00",
                 "created": BASE_TS - 86400,
@@ -458,7 +466,7 @@ class FakeSlack:
         # Enough channels that conversations.list takes two pages of 200.
         self.channels += [_channel(f"C1{n:07d}", f"project-{n:03d}", member=False) for n in range(1, 221)]
         self.members: dict[str, list[str]] = {
-            "C0GENERAL": [u["id"] for u in self.users if not u["deleted"]],
+            "C0GENERAL": [u["id"] for u in self.users if not u["deleted"] and u["id"] != "USLACKBOT"],
             "C0RANDOM0": ["U0ALICE00", "U0BOB0000", "U0CAROL00"],
             "C0BUSY000": [f"U{n:08d}" for n in range(1, 31)],
             "G0SECRET0": ["U0ALICE00", "U0BOB0000"],
@@ -533,10 +541,102 @@ class FakeSlack:
             APP_MESSAGE,
         ]
         self.messages["D0ALICE00"].append({"type": "message", "user": "U0ALICE00", "text": "psst", "ts": _ts(7)})
+        self._seed_releases()
+
+    def _seed_releases(self) -> None:
+        """#releases: the message kinds history holds besides a person's or an app's post, as Slack sends them."""
+        thread_ts = _ts(230)
+        # A thread whose first message was deleted: the replies stay and a tombstone holds the thread's place
+        # (conversations.replies answers it first, as for any thread: docs.slack.dev/reference/methods/
+        # conversations.replies).
+        tombstone = {
+            "type": "message",
+            "subtype": "tombstone",
+            "text": "This message was deleted.",
+            "user": "USLACKBOT",
+            "hidden": True,
+            "ts": thread_ts,
+            "thread_ts": thread_ts,
+            "reply_count": 2,
+            "reply_users_count": 1,
+            "latest_reply": _ts(240),
+            "reply_users": ["U0ALICE00"],
+        }
+        # docs.slack.dev/reference/events/message/thread_broadcast: a reply also sent to the channel carries
+        # its thread's first message as `root`.
+        broadcast = {
+            "type": "message",
+            "subtype": "thread_broadcast",
+            "user": "U0ALICE00",
+            "text": "Rolled back v1.3.1; v1.3.0 is live again",
+            "ts": _ts(240),
+            "thread_ts": thread_ts,
+            "root": tombstone,
+        }
+        releases = [
+            # A deactivated person's message stays in history (users.list still lists them, deleted: true).
+            {"type": "message", "user": "U0DAVE000", "text": "v1.2 notes are in the wiki", "ts": _ts(190)},
+            # docs.slack.dev/reference/events/message/channel_join
+            {
+                "type": "message",
+                "subtype": "channel_join",
+                "user": "U0CAROL00",
+                "text": "<@U0CAROL00> has joined the channel",
+                "inviter": "U0ALICE00",
+                "ts": _ts(200),
+            },
+            # docs.slack.dev/reference/events/message/message_changed: an edited message keeps its ts and says
+            # who edited it when.
+            {
+                "type": "message",
+                "user": "U0ALICE00",
+                "text": "v1.3 is out",
+                "ts": _ts(210),
+                "edited": {"user": "U0ALICE00", "ts": _ts(215)},
+            },
+            # docs.slack.dev/reference/events/message/file_share: a post that is only a file has empty text. A
+            # file past a free workspace's visible history comes as its id and mode alone
+            # (docs.slack.dev/reference/objects/file-object, mode hidden_by_limit).
+            {
+                "type": "message",
+                "subtype": "file_share",
+                "user": "U0BOB0000",
+                "text": "",
+                "upload": True,
+                "display_as_bot": False,
+                "ts": _ts(220),
+                "files": [
+                    {
+                        "id": "F0NOTES00",
+                        "created": BASE_TS + 220,
+                        "timestamp": BASE_TS + 220,
+                        "name": "release-notes.pdf",
+                        "title": "Release notes",
+                        "mimetype": "application/pdf",
+                        "filetype": "pdf",
+                        "pretty_type": "PDF",
+                        "user": "U0BOB0000",
+                        "mode": "hosted",
+                        "size": 48213,
+                    },
+                    {"id": "F0HIDDEN0", "mode": "hidden_by_limit"},
+                ],
+            },
+            tombstone,
+            broadcast,
+        ]
+        self.messages["C0RELEASE"] = sorted(releases, key=lambda m: float(m["ts"]), reverse=True)
+        rollback = {"type": "message", "user": "U0ALICE00", "text": "Rolling back v1.3.1", "ts": _ts(235)}
+        self.replies[("C0RELEASE", thread_ts)] = [
+            tombstone,
+            {**rollback, "thread_ts": thread_ts, "parent_user_id": "USLACKBOT"},
+            {**broadcast, "parent_user_id": "USLACKBOT"},
+        ]
 
     def channel(self, channel_id: str) -> dict[str, Any]:
         for channel in self.channels:
-            if channel["id"] == channel_id:
+            # A private channel the token is not in does not exist for it: channel_not_found, not not_in_channel.
+            if channel["id"] == channel_id and not (channel.get("is_private") and not channel["is_member"]):
                 return channel
         raise _SlackError("channel_not_found")
 
@@ -573,6 +673,30 @@ class FakeSlack:
         with self._lock:
             self._failures.setdefault(method, []).extend(_Failure("", status, None, {}, page) for _ in range(times))
 
+    def warn(self, method: str, warning: str) -> None:
+        """Answer the next successful call of `method` with a warning, as Slack does for a call it could complete
+        but not as asked: `"warning": "a,b"` beside `ok: true`, and each in `response_metadata.warnings`
+        (docs.slack.dev/apis/web-api, "Evaluating responses")."""
+        with self._lock:
+            self._warnings[method] = warning
+
+    def drop(self, method: str, *, times: int = 1) -> None:
+        """Drop the connection of the next `times` calls of `method` after doing them, without answering.
+
+        The request is read in full and handled, so a post is made, then the socket is closed: what the client
+        sees when the answer is lost on its way back (a proxy's idle cut, a network blip), and why a write
+        that failed this way may have happened.
+        """
+        with self._lock:
+            self._drops[method] = self._drops.get(method, 0) + times
+
+    def _take_drop(self, method: str) -> bool:
+        with self._lock:
+            left = self._drops.get(method, 0)
+            if left:
+                self._drops[method] = left - 1
+            return bool(left)
+
     def calls(self, method: str | None = None) -> int:
         with self._lock:
             return sum(1 for r in self.requests if method is None or r.method == method)
@@ -605,8 +729,12 @@ class FakeSlack:
         try:
             with self._lock:
                 body = handler(params, token_kind)
+                warning = self._warnings.pop(method, None)
         except _SlackError as exc:
             return 200, {}, {"ok": False, "error": exc.error, **exc.extra}
+        if warning is not None:
+            meta = {**body.get("response_metadata", {}), "warnings": warning.split(",")}
+            body = {**body, "warning": warning, "response_metadata": meta}
         return 200, {}, {"ok": True, **body}
 
     def _require(self, scope: str) -> None:
@@ -640,8 +768,11 @@ class FakeSlack:
                 return False
             return "public_channel" in types
 
-        page, meta = self._page([c for c in self.channels if wanted(c)], params)
-        return {"channels": page, **meta}
+        # Slack pages first and filters after (docs.slack.dev/reference/methods/conversations.list: "Fewer than
+        # the requested number of items may be returned, even if the end of the list hasn't been reached"): a
+        # private channel the token is not in leaves its page one short, with the cursor still there.
+        page, meta = self._page(self.channels, params)
+        return {"channels": [c for c in page if wanted(c)], **meta}
 
     def _readable(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self.channel(str(params.get("channel")))
@@ -729,10 +860,20 @@ class FakeSlack:
         page = int(params.get("page") or 1)
         pages = max((len(matches) + count - 1) // count, 1)
         chosen = matches[(page - 1) * count : page * count]
+        # docs.slack.dev/reference/methods/search.messages: both page blocks, `paging` and `pagination`.
+        first = (page - 1) * count + 1 if chosen else 0
         return {
             "query": params.get("query"),
             "messages": {
                 "total": len(matches),
+                "pagination": {
+                    "total_count": len(matches),
+                    "page": page,
+                    "per_page": count,
+                    "page_count": pages,
+                    "first": first,
+                    "last": first + len(chosen) - 1 if chosen else 0,
+                },
                 "paging": {"count": count, "total": len(matches), "page": page, "pages": pages},
                 "matches": chosen,
             },
@@ -815,6 +956,9 @@ class FakeSlack:
                 with fake._lock:
                     fake.requests.append(Recorded(method, params, kind, content_type))
                 status, headers, body = fake.handle(method, params, kind)
+                if fake._take_drop(method):
+                    self.close_connection = True  # the socket closes with nothing written: no status line
+                    return
                 if isinstance(body, str):
                     data, content_type = body.encode(), "text/html; charset=utf-8"
                 else:
@@ -824,10 +968,13 @@ class FakeSlack:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (its timeout): Slack has nobody to answer either
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         httpd.daemon_threads = True

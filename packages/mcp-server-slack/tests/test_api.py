@@ -141,3 +141,18 @@ async def test_each_slack_request_is_a_child_span_named_by_its_method(
     text = json.dumps([dict(s.attributes or {}) for s in finished], default=str)
     for value in ("C0RANDOM0", "1712345000", BOT_TOKEN, USER_TOKEN):
         assert value not in text
+
+
+async def test_a_warning_beside_a_success_reaches_the_log_and_the_answer_stands(
+    fake: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.warn("conversations.history", "missing_charset,superfluous_charset")
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "C0RANDOM0"})
+    assert not result.is_error, text_of(result)
+    assert "lunch?" in text_of(result)
+    warned = [r.getMessage() for r in caplog.records if r.name == "mcp_server_slack.transport"]
+    assert warned == [
+        "Slack warned on conversations.history: missing_charset,superfluous_charset "
+        "(docs.slack.dev/reference/methods/conversations.history lists its warnings)"
+    ]

@@ -55,13 +55,19 @@ async def test_the_cache_stays_within_its_cap_and_still_names_the_page(fake: Fak
     assert "Directory still loading" in "".join(getattr(b, "text", "") for b in listed.content)
 
 
-async def test_a_mention_of_someone_outside_the_listing_is_looked_up_once(fake: FakeSlack) -> None:
+def _random_with_someone_unlisted(fake: FakeSlack, *messages: tuple[str, str]) -> None:
+    """#random holds these (author, text) messages, newest first; W0EXTERNAL, of another organisation, is left
+    out of users.list as Slack leaves such people out, and users.info names them."""
     fake.messages["C0RANDOM0"] = [
-        {"type": "message", "user": "U0BOB0000", "text": "ask <@W0EXTERNAL>", "ts": "1712345001.000000"},
-        {"type": "message", "user": "U0BOB0000", "text": "or <@W0EXTERNAL> again", "ts": "1712345000.000000"},
+        {"type": "message", "user": user, "text": text, "ts": f"{1712345000 + len(messages) - n}.000000"}
+        for n, (user, text) in enumerate(messages, start=1)
     ]
     fake.users.append({"id": "W0EXTERNAL", "name": "ext", "real_name": "Ext Ernal", "profile": {"display_name": "ext"}})
     fake.unlisted.add("W0EXTERNAL")
+
+
+async def test_a_mention_of_someone_outside_the_listing_is_looked_up_once(fake: FakeSlack) -> None:
+    _random_with_someone_unlisted(fake, ("U0BOB0000", "ask <@W0EXTERNAL>"), ("U0BOB0000", "or <@W0EXTERNAL> again"))
     async with Client(make_server(fake)) as client:
         result = await client.call_tool("read_messages", {"channel": "C0RANDOM0"})
     texts = [m["text"] for m in (result.structured_content or {})["messages"]]
@@ -69,6 +75,19 @@ async def test_a_mention_of_someone_outside_the_listing_is_looked_up_once(fake: 
     assert _methods(fake)["users.list"] == 2  # the whole listing, then
     assert fake.requests_of("users.info")[0].params["user"] == "W0EXTERNAL"  # one lookup, not one per mention
     assert fake.calls("users.info") == 1
+
+
+async def test_someone_slack_cannot_name_leaves_only_them_unnamed(fake: FakeSlack) -> None:
+    # users.info answers for one person: a user_not_found (an ID of a workspace that left a shared channel) must
+    # neither stop the lookup of the next person nor be reported as a failed listing.
+    _random_with_someone_unlisted(fake, ("W0ABSENT0", "from a workspace gone"), ("W0EXTERNAL", "from a shared one"))
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool("read_messages", {"channel": "C0RANDOM0"})
+    assert [m["author"] for m in (result.structured_content or {})["messages"]] == ["W0ABSENT0", "@ext"]
+    assert [r.params["user"] for r in fake.requests_of("users.info")] == ["W0ABSENT0", "W0EXTERNAL"]
+    text = text_of(result)
+    assert "the user listing failed" not in text
+    assert "1 name(s) shown as user IDs: Slack did not say who they are. Slack found no such user" in text
 
 
 async def test_a_channel_created_after_the_listing_is_found_by_name(fake: FakeSlack) -> None:
@@ -114,6 +133,15 @@ async def test_names_missing_for_a_rate_limit_are_explained_once(fake: FakeSlack
     assert "[untrusted data: message by U00000001" in text
     assert "rate-limited" not in text_of(warm)
     assert "note" not in (cold.structured_content or {})  # the outputSchema stays as it was
+
+
+async def test_members_missing_names_for_a_rate_limit_say_why(fake: FakeSlack) -> None:
+    fake.fail("users.list", "ratelimited", status=429, retry_after=120)
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool("list_users", {"channel": "#random"})
+    text = text_of(result)
+    assert text.startswith("Members of #random (C0RANDOM0).\n3 name(s) shown as user IDs: Slack rate-limited")
+    assert "U0ALICE00 · @U0ALICE00" in text
 
 
 async def test_a_search_with_unnamed_authors_says_why(fake: FakeSlack) -> None:

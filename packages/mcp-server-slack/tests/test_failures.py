@@ -83,3 +83,20 @@ async def test_an_html_503_is_summarised_by_status_without_its_markup(fake: Fake
 def test_the_fake_answers_only_codes_slack_documents(fake: FakeSlack) -> None:
     with pytest.raises(ValueError, match="does not document"):
         fake.fail("conversations.history", "too_many_reactions")
+
+
+async def test_slacks_own_explanation_of_a_refused_request_is_passed_on(fake: FakeSlack) -> None:
+    # Slack explains an invalid_arguments in response_metadata.messages (docs.slack.dev/reference/methods/
+    # blocks.validate shows one): it is what a bug report needs, beside the method and code.
+    explained = {"messages": ["[ERROR] missing required field: channel", "[ERROR]\n  unknown field: x\u200b"]}
+    fake.fail("chat.postMessage", "invalid_arguments", response_metadata=explained)
+    text = await failure_text(fake, "post_message", {"channel": "#random", "text": "hi"}, **WRITABLE)
+    assert "bug in mcp-server-slack" in text
+    assert "Slack says: [ERROR] missing required field: channel; [ERROR] unknown field: x." in text
+    long = failure_of(
+        "chat.postMessage",
+        status=200,
+        headers=JSON,
+        data={"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": ["y" * 5000]}},
+    )
+    assert len(str(long)) < 600

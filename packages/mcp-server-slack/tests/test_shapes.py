@@ -24,6 +24,10 @@ WRITABLE = {"allow_write": True, "write_channels": ["#random"]}
 KNOWN_GAPS = {
     ("conversations.info", "user"): "an IM's info names its peer, as conversations.list's type allows; the type "
     "was inferred from sample answers without an IM",
+    ("conversations.history", "user"): "a thread_broadcast's `root` is its thread's first message, with that "
+    "message's author (docs.slack.dev/reference/events/message/thread_broadcast); the sample roots were an app's",
+    ("conversations.replies", "subtype"): "a thread holds subtyped messages too (its tombstone, a reply also sent "
+    "to the channel); the type was inferred from threads of plain messages",
 }
 """Fields Slack sends that its inferred types lack, each with the reason the fake keeps it."""
 
@@ -43,6 +47,8 @@ async def _every_method_once(fake: FakeSlack) -> None:
         await client.call_tool("read_messages", {"channel": "#general", "permalinks": True})
         await client.call_tool("read_messages", {"channel": "#general", "thread_ts": "1712345778.000000"})
         await client.call_tool("read_messages", {"channel": "D0ALICE00"})
+        await client.call_tool("read_messages", {"channel": "#releases"})  # subtypes, files, a tombstone
+        await client.call_tool("read_messages", {"channel": "#releases", "thread_ts": "1712345908.000000"})
         await client.call_tool("list_users", {"query": "bob@example.com"})
         await client.call_tool("list_users", {"channel": "#random"})
         await client.call_tool("search_messages", {"query": "standup"})

@@ -36,7 +36,7 @@ async def test_list_channels_pages_every_kind_the_token_sees(fake: FakeSlack) ->
     async with Client(make_server(fake)) as client:
         channels, _ = await _all_pages(client, "list_channels", {"limit": 100}, "channels")
     seen = [c["id"] for c in channels]
-    assert len(seen) == len(set(seen)) == 227  # 220 projects + 6 channels + 1 DM, over two Slack pages
+    assert len(seen) == len(set(seen)) == 228  # 220 projects + 7 channels + 1 DM, over two Slack pages
     assert seen[:4] == ["C0BUSY000", "C0GENERAL", "C0OUTSIDE", "C10000001"]  # by name
     assert seen[-2:] == ["D0ALICE00", "C0OLDNEWS"]  # DMs after channels, archived last
     assert next(r.params.get("cursor") for r in fake.requests_of("conversations.list")) is None
@@ -46,7 +46,7 @@ async def test_list_channels_pages_every_kind_the_token_sees(fake: FakeSlack) ->
 async def test_list_channels_member_only_and_query_show_topic_and_purpose(fake: FakeSlack) -> None:
     result = await _call(fake, "list_channels", {"member_only": True})
     ids = [c["id"] for c in (result.structured_content or {})["channels"]]
-    assert set(ids) == {"C0BUSY000", "C0GENERAL", "C0RANDOM0", "G0SECRET0", "D0ALICE00"}
+    assert set(ids) == {"C0BUSY000", "C0GENERAL", "C0RANDOM0", "C0RELEASE", "G0SECRET0", "D0ALICE00"}
     assert "DM with @alice" in text_of(result)
     found = await _call(fake, "list_channels", {"query": "#secret"})
     text = text_of(found)
@@ -283,3 +283,42 @@ async def test_search_finds_block_kit_messages_and_labels_dms_as_reading_does(fa
     [found] = (blocks.structured_content or {})["messages"]
     assert found["author"] == "Standup workflow"
     assert found["text"].startswith("Standup from @carol for ")
+
+
+async def test_joins_edits_files_broadcasts_and_a_deleted_thread_start_read_as_slack_shows_them(
+    fake: FakeSlack,
+) -> None:
+    page = await _call(fake, "read_messages", {"channel": "#releases"})
+    thread = await _call(fake, "read_messages", {"channel": "#releases", "thread_ts": "1712345908.000000"})
+    text = text_of(page)
+    records = {m["ts"]: m for m in (page.structured_content or {})["messages"]}
+    assert len(records) == 6
+    assert "[channel_join]" in text
+    assert "@carol has joined the channel" in text
+    assert records["1712345888.000000"]["edited"] is True
+    # A file past the plan's visible history has no name: its mode says why, not an ID alone.
+    assert records["1712345898.000000"]["files"] == ["release-notes.pdf", "F0HIDDEN0 (hidden_by_limit)"]
+    assert "files: release-notes.pdf, F0HIDDEN0 (hidden_by_limit)" in text
+    tombstone = records["1712345908.000000"]
+    assert (tombstone["subtype"], tombstone["author"], tombstone["replies"]) == ("tombstone", "@slackbot", 2)
+    broadcast = records["1712345918.000000"]
+    assert (broadcast["author"], broadcast["thread_ts"]) == ("@alice", "1712345908.000000")
+    assert records["1712345868.000000"]["author"] == "@dave"  # deactivated, still named
+    assert "shown as user IDs" not in text  # Slackbot and the deactivated come from users.list
+    assert fake.calls("users.info") == 0
+    replies = (thread.structured_content or {})["messages"]
+    assert [m["text"] for m in replies] == [
+        "This message was deleted.",
+        "Rolling back v1.3.1",
+        "Rolled back v1.3.1; v1.3.0 is live again",
+    ]
+
+
+async def test_a_private_channel_the_app_is_not_in_is_neither_listed_nor_found(fake: FakeSlack) -> None:
+    listed = await _call(fake, "list_channels", {})
+    assert "G0HIDDEN0" not in {c["id"] for c in (listed.structured_content or {})["channels"]}
+    for ref in ("G0HIDDEN0", "#not-for-the-bot"):
+        result = await _call(fake, "read_messages", {"channel": ref})
+        assert result.is_error
+        assert "needs the app invited" in text_of(result)
+    assert fake.calls("conversations.history") == 0

@@ -9,6 +9,7 @@ from fake_slack import FakeSlack, make_server, text_of
 from fastmcp import Client
 
 THREAD = "1712345778.000000"
+LUNCH = "1712345683.000000"  # "lunch?" in #random
 WRITES = {"post_message", "reply_to_thread", "add_reaction"}
 
 
@@ -142,3 +143,52 @@ async def test_a_read_that_fails_on_slacks_side_is_still_tried_once_more(fake: F
         result = await client.call_tool_mcp("read_messages", {"channel": "#random"})
     assert not result.is_error, text_of(result)
     assert fake.calls("conversations.history") == 2
+
+
+@pytest.mark.parametrize(
+    ("tool", "method", "arguments"),
+    [
+        ("post_message", "chat.postMessage", {"channel": "#random", "text": "deploy done"}),
+        ("reply_to_thread", "chat.postMessage", {"channel": "#random", "thread_ts": LUNCH, "text": "deploy done"}),
+        ("add_reaction", "reactions.add", {"channel": "#random", "ts": LUNCH, "emoji": "tada"}),
+    ],
+)
+async def test_a_write_whose_connection_drops_is_sent_once_and_says_to_check(
+    fake: FakeSlack, tool: str, method: str, arguments: dict[str, Any]
+) -> None:
+    # Slack did the write and the answer was lost: slack-sdk's connection-error retry would do it twice.
+    fake.drop(method)
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        result = await client.call_tool_mcp(tool, arguments)
+        reread = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert result.is_error
+    assert "may have been done" in text_of(result)
+    assert "read_messages" in text_of(result)
+    assert "Traceback" not in text_of(result)
+    assert len(fake.requests_of(method)) == 1
+    posted = [m for m in fake.messages["C0RANDOM0"] if m.get("text") == "deploy done"]
+    assert len(posted) == (0 if tool == "add_reaction" else 1)
+    assert text_of(reread).count("deploy done") == len(posted)
+    if tool == "add_reaction":
+        lunch = next(m for m in fake.messages["C0RANDOM0"] if m["ts"] == LUNCH)
+        assert lunch["reactions"] == [{"name": "tada", "users": ["U0BOT0000"], "count": 1}]
+
+
+async def test_a_read_whose_connection_drops_is_tried_once_more_and_answers(fake: FakeSlack) -> None:
+    fake.drop("conversations.history")
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert not result.is_error, text_of(result)
+    assert "lunch?" in text_of(result)
+    assert fake.calls("conversations.history") == 2
+
+
+async def test_a_post_that_times_out_is_sent_once_and_says_to_check(fake: FakeSlack) -> None:
+    fake.latency_s["chat.postMessage"] = 3.0  # Slack is still at it when the server stops waiting
+    server = make_server(fake, allow_write=True, write_channels=["#random"], timeout_s=0.5)
+    async with Client(server) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "deploy done"})
+    assert result.is_error
+    assert "no answer came within 0.5 s; it may have been done" in text_of(result)
+    assert "read_messages" in text_of(result)
+    assert len(fake.requests_of("chat.postMessage")) == 1

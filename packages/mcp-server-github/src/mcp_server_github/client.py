@@ -181,7 +181,7 @@ class GitHubApi:
             if cached is not None:
                 # A 304 answer does not count against the primary rate limit.
                 headers["If-None-Match"] = cached[0]
-        status, response_headers, text = self._send(verb, path, query, headers, body)
+        status, response_headers, text = self._send(verb, path, query, headers, body, what=what)
         if status == 304 and cached is not None:
             # The copy sent with If-None-Match is current, even if another call evicted it meanwhile.
             return cached[1]
@@ -201,11 +201,11 @@ class GitHubApi:
         return response
 
     def _send(
-        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
+        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any, *, what: str
     ) -> tuple[int, dict[str, Any], str]:
         transport = self.transport()
         with upstream_span("github", f"{verb} {path_template(path)}"):
-            return transport.send(verb, path, query, headers, body)
+            return transport.send(verb, path, query, headers, body, what=what)
 
     def _redirected(
         self,
@@ -305,7 +305,12 @@ class GitHubApi:
         name = self._repository_names.get(repository_id)
         if name is None:
             status, headers, text = self._send(
-                "GET", f"/repositories/{repository_id}", {}, {"Accept": "application/vnd.github+json"}, None
+                "GET",
+                f"/repositories/{repository_id}",
+                {},
+                {"Accept": "application/vnd.github+json"},
+                None,
+                what=f"repository {repository_id}",
             )
             data = _parse(text, headers)
             full_name = data.get("full_name") if isinstance(data, dict) and status == 200 else None
@@ -483,7 +488,9 @@ def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> To
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     wait = rate_limit_wait(lowered) if status in (403, 429) else None
     if wait is not None or (status in (403, 429) and "rate limit" in message.lower()):
-        if lowered.get("x-ratelimit-remaining") == "0" and "retry-after" not in lowered:
+        # A secondary limit says so in its message, and may also carry remaining 0 and the reset to wait for.
+        secondary = "secondary rate limit" in message.lower()
+        if lowered.get("x-ratelimit-remaining") == "0" and "retry-after" not in lowered and not secondary:
             reset = lowered.get("x-ratelimit-reset", "")
             when = datetime.fromtimestamp(int(reset), UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if reset.isdigit() else "?"
             return RateLimited(

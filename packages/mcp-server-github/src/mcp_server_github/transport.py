@@ -19,7 +19,7 @@ from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectio
 from mcp_server_core import Unavailable
 from mcp_server_core.metrics import record_rate_limit_wait
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
+from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError, ReadTimeoutError, ResponseError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
@@ -159,7 +159,7 @@ class Transport:
         return connection
 
     def send(
-        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any
+        self, verb: str, path: str, query: dict[str, Any], headers: dict[str, str], body: Any, *, what: str
     ) -> tuple[int, dict[str, Any], str]:
         """GitHub's status, headers and text; a 301 among them, for the caller to follow whole."""
         try:
@@ -167,6 +167,19 @@ class Transport:
         except _Moved as moved:
             return moved.status, moved.headers, moved.text
         except requests.RequestException as exc:
+            if verb != "GET" and _answer_lost(exc):
+                # GitHub had the whole request and may have done it; BoundedRetry(read=0) does not send it
+                # again, and "retry" here would have the model do it twice (a second issue, a second comment).
+                lost = (
+                    f"GitHub did not answer {what} within {self.timeout_s} s"
+                    if _timed_out(exc)
+                    else f"The connection dropped before GitHub answered {what}"
+                )
+                raise Unavailable(
+                    f"{lost}; it may have been done.",
+                    hint="Read it back (the issue, comment, pull request, branch or file) to see whether it took "
+                    "effect before you retry.",
+                ) from None
             if _timed_out(exc):
                 raise Unavailable(
                     f"GitHub at {self.api_url} did not answer within {self.timeout_s} s.", hint="Retry shortly."
@@ -175,6 +188,15 @@ class Transport:
                 f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
                 hint="Check the network or GITHUB_API_URL, then retry.",
             ) from None
+
+
+def _answer_lost(exc: requests.RequestException) -> bool:
+    """Whether the request failed after it went out (waiting for or reading the answer), not while connecting."""
+    if isinstance(exc, requests.ReadTimeout):
+        return True
+    cause = exc.args[0] if exc.args else None
+    cause = getattr(cause, "reason", cause)  # MaxRetryError holds the last attempt's error
+    return isinstance(cause, ReadTimeoutError | ProtocolError)
 
 
 def _timed_out(exc: requests.RequestException) -> bool:

@@ -1,161 +1,77 @@
-"""One door to the Slack Web API: slack-sdk's sync client, a bounded rate-limit budget, errors that say what to do.
+"""One door to the Slack Web API: which token, a count of calls, a span per request, errors that say what to do.
 
 Every Slack call of the server goes through `SlackApi.call`, which picks the token (the user token where Slack
-demands one), counts calls, traces each request, and turns `ok: false`, HTTP 429, non-JSON answers and network
-failures into the helpers' failure types (failures.py holds what each Slack error code means). Tokens never
-appear in a message: the helpers redact every registered secret, and none is put there.
+demands one), counts calls, traces each request, and hands it to `transport`, where slack-sdk turns `ok: false`,
+HTTP 429, non-JSON answers and network failures into the helpers' failure types (failures.py holds what each
+Slack error code means). Tokens never appear in a message: the helpers redact every registered secret, and none
+is put there.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_server_core import Refused, Unavailable, upstream_span
+from mcp_server_core import Refused, upstream_span
 from mcp_server_core.audit import audit_target
-from mcp_server_core.metrics import record_rate_limit_wait
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry.builtin_handlers import (
-    ConnectionErrorRetryHandler,
-    RateLimitErrorRetryHandler,
-    ServerErrorRetryHandler,
-)
-from slack_sdk.http_retry.handler import RetryHandler
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.http_retry.response import HttpResponse
-from slack_sdk.http_retry.state import RetryState
 
-from mcp_server_slack.failures import WRITES, MissingScope, failure_of, retry_after_of
+from mcp_server_slack.failures import WRITES, MissingScope, retry_after_of
 from mcp_server_slack.settings import SlackSettings
 
-__all__ = ["BoundedRateLimitRetry", "MissingScope", "SlackApi", "retry_after_of"]
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
 
-logger = logging.getLogger(__name__)
+__all__ = ["MissingScope", "SlackApi", "retry_after_of"]
 
 # Methods Slack serves only to a user token (a bot token gets not_allowed_token_type).
 USER_TOKEN_METHODS = frozenset({"search.messages", "search.all", "search.files"})
-
-
-class BoundedRateLimitRetry(RateLimitErrorRetryHandler):
-    """slack-sdk's 429 handler (one retry after Retry-After), only when the wait fits the budget.
-
-    A longer Retry-After is not slept through: a tool call that hangs for a minute is worse than an error that
-    says when to come back.
-    """
-
-    def __init__(self, max_wait_s: float) -> None:
-        super().__init__(max_retry_count=1)
-        self.max_wait_s = max_wait_s
-
-    def _can_retry(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        if response is None or response.status_code != 429:
-            return False
-        return retry_after_of(response.headers) <= self.max_wait_s
-
-    def prepare_for_next_attempt(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        started = time.monotonic()
-        try:
-            super().prepare_for_next_attempt(state=state, request=request, response=response, error=error)
-        finally:  # the Retry-After slept through, on mcp_rate_limit_wait_seconds_total
-            record_rate_limit_wait("slack", time.monotonic() - started)
-
-
-class _ReadsOnly(RetryHandler):
-    """A slack-sdk retry handler that never retries a write.
-
-    A 500 or a dropped connection on chat.postMessage may come after the message was posted: retrying it unasked
-    can post it twice. A write's failure tells the model to read the channel before it tries again (failures.py).
-    """
-
-    def _can_retry(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        method = request.url.rstrip("/").rsplit("/", 1)[-1]  # the Web API method is the URL's last segment
-        if method in WRITES:
-            return False
-        return super()._can_retry(state=state, request=request, response=response, error=error)
-
-
-class ReadRetryOnServerError(_ReadsOnly, ServerErrorRetryHandler):
-    """slack-sdk's one retry after a 500/503, for reads only."""
-
-
-class ReadRetryOnConnectionError(_ReadsOnly, ConnectionErrorRetryHandler):
-    """slack-sdk's one retry after a dropped connection, for reads only."""
 
 
 class SlackApi:
     """The Slack Web API as this server uses it; safe to call from several worker threads."""
 
     def __init__(self, settings: SlackSettings) -> None:
-        self.api_url = settings.api_url
-        self.timeout_s = settings.timeout_s
+        self.settings = settings
         self.has_user_token = settings.user_token is not None
         self.has_bot_token = settings.bot_token is not None
+        tokens = (("bot", settings.bot_token), ("user", settings.user_token))
+        self._tokens = {kind: secret for kind, secret in tokens if secret is not None}
+        # Built at the first call of each kind: the server starts without slack-sdk imported (transport.py).
         self._clients: dict[str, WebClient] = {}
-        for kind, secret in (("bot", settings.bot_token), ("user", settings.user_token)):
-            if secret is not None:
-                self._clients[kind] = WebClient(
-                    token=secret.get_secret_value(),
-                    base_url=settings.api_url,
-                    # Annotated int, but handed to urlopen as is: a float keeps 0.5 or 2.5 s what they say.
-                    timeout=settings.timeout_s,  # type: ignore[arg-type]
-                    retry_handlers=[
-                        BoundedRateLimitRetry(settings.max_retry_wait_s),
-                        # One more try of a read, after slack-sdk's short backoff, for a dropped connection or a
-                        # 500/503; never of a write, which may have been done before the failure.
-                        ReadRetryOnConnectionError(max_retry_count=1),
-                        ReadRetryOnServerError(max_retry_count=1),
-                    ],
-                    logger=logging.getLogger("mcp_server_slack.sdk"),
-                )
         self._lock = threading.Lock()
         self.calls: Counter[str] = Counter()
         """Web API calls made so far, by method: what the benchmark and the tests read."""
 
     @property
     def configured(self) -> bool:
-        return bool(self._clients)
+        return bool(self._tokens)
+
+    def client(self, kind: str) -> WebClient:
+        """slack-sdk's client for the `bot` or `user` token, built on first use."""
+        with self._lock:
+            if kind not in self._clients:
+                from mcp_server_slack.transport import web_client
+
+                self._clients[kind] = web_client(self.settings, self._tokens[kind].get_secret_value())
+            return self._clients[kind]
 
     def token_kind(self, method: str) -> str:
         if method in USER_TOKEN_METHODS:
-            if "user" not in self._clients:
+            if "user" not in self._tokens:
                 raise Refused(
                     f"{method} needs a user token (xoxp-), and only a bot token is configured.",
                     hint="Set SLACK_USER_TOKEN to a user token with the search:read scope and restart the server; "
                     "meanwhile read_messages on a channel finds recent messages.",
                 )
             return "user"
-        if not self._clients:
+        if not self._tokens:
             raise Refused(
                 "No Slack token is configured.",
                 hint="Set SLACK_BOT_TOKEN (xoxb-) or SLACK_USER_TOKEN (xoxp-), or --token-file, and restart.",
             )
-        return "bot" if "bot" in self._clients else "user"
+        return "bot" if "bot" in self._tokens else "user"
 
     def call(
         self, method: str, *, json_body: bool = False, tolerate: Collection[str] = (), **params: Any
@@ -164,35 +80,14 @@ class SlackApi:
 
         An `ok: false` whose error code is in `tolerate` is returned as data instead (already_reacted, say).
         """
-        client = self._clients[self.token_kind(method)]
+        from mcp_server_slack.transport import send
+
+        client = self.client(self.token_kind(method))
         args = {key: value for key, value in params.items() if value is not None}
         if method in WRITES and args.get("channel"):
             audit_target(f"slack:{args['channel']}")  # what a write changes, in its call's audit line
         with self._lock:
             self.calls[method] += 1
-        try:
-            # The span is named by the method alone: argument values (channel IDs, search words) stay out of traces.
-            with upstream_span("slack", method):
-                response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
-        except SlackApiError as exc:
-            data = exc.response.data if isinstance(exc.response.data, dict) else {}
-            if data.get("error") in tolerate:
-                return dict(data)
-            status = int(getattr(exc.response, "status_code", 200) or 200)
-            raise failure_of(method, status=status, headers=exc.response.headers, data=data) from None
-        except SlackClientError as exc:
-            raise Unavailable(f"Slack call {method} failed: {type(exc).__name__}.") from None
-        except OSError as exc:  # URLError, timeouts, refused connections
-            reason = getattr(exc, "reason", None) or exc
-            if isinstance(reason, TimeoutError):  # a read that stalled, or a connect that never completed
-                raise Unavailable(
-                    f"Slack at {self.api_url} did not answer within {self.timeout_s:g} s ({method}).",
-                    hint="Retry shortly.",
-                ) from None
-            raise Unavailable(
-                f"Slack is unreachable at {self.api_url} ({type(exc).__name__}: {reason}).",
-                hint="Check the network or SLACK_API_URL, then retry.",
-            ) from None
-        if not isinstance(response.data, dict):
-            raise Unavailable(f"Slack answered {method} with something that is not JSON.")
-        return response.data
+        # The span is named by the method alone: argument values (channel IDs, search words) stay out of traces.
+        with upstream_span("slack", method):
+            return send(client, method, args, json_body=json_body, tolerate=tolerate)

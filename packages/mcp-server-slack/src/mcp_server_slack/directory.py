@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_core import InvalidArgument, NotFound, RateLimited, ToolFailure, did_you_mean, report_progress
+from mcp_server_core import (
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    Refused,
+    ToolFailure,
+    did_you_mean,
+    report_progress,
+)
 from mcp_server_core.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
@@ -231,8 +239,19 @@ class Directory:
                         if user.id in missing:
                             found[user.id] = user
                             missing.discard(user.id)
+                not_named: ToolFailure | None = None
                 for user_id in sorted(missing)[:lookups]:
-                    found[user_id] = self.user_by_id(user_id)
+                    try:
+                        found[user_id] = self.user_by_id(user_id)
+                    except (NotFound, Refused) as exc:
+                        if isinstance(exc, MissingScope):  # the token's, not this person's: no lookup can work
+                            raise
+                        not_named = exc  # this person alone (user_not_found, user_not_visible): on to the next
+                missing -= set(found)
+                if not_named is not None:
+                    found.unnamed_because = (
+                        f"{len(missing)} name(s) shown as user IDs: Slack did not say who they are. {not_named}"
+                    )
             except ToolFailure as exc:
                 logger.info("names of %d user(s) left unresolved: %s", len(missing), exc)
                 found.unnamed_because = _why_unnamed(len(missing), exc)

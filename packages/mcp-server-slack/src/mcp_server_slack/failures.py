@@ -6,7 +6,8 @@ this server calls, so no code falls through to a guess: retrying is suggested on
 own outage, a rate limit), and a code that can only mean a malformed request says it is this server's bug.
 
 An answer that is not JSON (an HTML 503 from a proxy or Slack's edge) is summarised by its status, never quoted:
-markup in an error is noise to a model, and a page can carry anything.
+markup in an error is noise to a model, and a page can carry anything. Slack's own explanation of a refusal
+(`response_metadata.messages`, beside `error`) is passed on as one bounded line.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
+from mcp_server_core.untrusted import strip_invisible
 
 __all__ = ["ERRORS", "WRITES", "Meaning", "MissingScope", "failure_of", "retry_after_of"]
 
 logger = logging.getLogger(__name__)
 
 WRITES = frozenset({"chat.postMessage", "chat.update", "chat.delete", "reactions.add", "reactions.remove"})
+
+SAYS_MAX = 300
+"""Characters of Slack's own explanation (`response_metadata.messages`) a failure passes on."""
 
 DEFAULT_RATE_LIMIT_WAIT_S = 30.0
 """What to tell the model when Slack rate-limits without a Retry-After (chat.postMessage's own rate_limited)."""
@@ -341,6 +346,20 @@ def _not_json(method: str, status: int) -> ToolFailure:
     )
 
 
+def _slack_says(data: Mapping[str, Any]) -> str:
+    """Slack's own explanation of a refusal, from `response_metadata.messages` (invalid_arguments, invalid_blocks
+    and the like carry one), as one bounded line: what a bug report needs beside the method and code."""
+    meta = data.get("response_metadata")
+    messages = meta.get("messages") if isinstance(meta, Mapping) else None
+    if not isinstance(messages, list) or not messages:
+        return ""
+    lines = [" ".join(strip_invisible(str(m))[0].split()) for m in messages[:3]]
+    said = "; ".join(line for line in lines if line)
+    if len(said) > SAYS_MAX:
+        said = said[: SAYS_MAX - 1] + "…"
+    return f" Slack says: {said}." if said else ""
+
+
 def failure_of(method: str, *, status: int, headers: Any, data: Mapping[str, Any]) -> ToolFailure:
     """The failure for one answer that was not a success: HTTP 429, a non-JSON page, or `ok: false`."""
     code = str(data.get("error") or "")
@@ -365,7 +384,7 @@ def failure_of(method: str, *, status: int, headers: Any, data: Mapping[str, Any
         logger.info("Slack answered %s with the undocumented error %s", method, code)
         return Unavailable(
             f"Slack answered {method} with error {code}, which its documentation did not list when this server "
-            "was written.",
+            "was written." + _slack_says(data),
             hint=f"docs.slack.dev/reference/methods/{method} may explain it; if it names a fix, apply it and retry.",
         )
     if meaning is _OUTAGE and method in WRITES:  # Slack documents that part of a failed call may have happened
@@ -373,4 +392,4 @@ def failure_of(method: str, *, status: int, headers: Any, data: Mapping[str, Any
     says = meaning.says.format(method=method, code=code)
     if meaning.failure is RateLimited:
         return RateLimited(says, retry_after=retry_after_of(headers, default=DEFAULT_RATE_LIMIT_WAIT_S))
-    return meaning.failure(says, hint=meaning.hint)
+    return meaning.failure(says + _slack_says(data), hint=meaning.hint)

@@ -81,7 +81,7 @@ def to_records(
         ]
         if reactions:
             record["reactions"] = reactions
-        files = [str(f.get("name") or f.get("title") or f.get("id")) for f in raw.get("files") or []]
+        files = [_file_label(f) for f in raw.get("files") or [] if isinstance(f, dict)]
         if files:
             record["files"] = files
         if raw.get("edited"):
@@ -98,6 +98,16 @@ def to_records(
             record["permalink"] = str(raw["permalink"])
         records.append(record)
     return records, users.unnamed_because
+
+
+def _file_label(file: dict[str, Any]) -> str:
+    name = file.get("name") or file.get("title")
+    if name:
+        return str(name)
+    # A file Slack withholds (hidden_by_limit past a free plan's history, tombstone once deleted, file_access
+    # in Slack Connect) comes as its ID and mode alone: the mode says why it has no name.
+    mode = file.get("mode")
+    return f"{file.get('id')} ({mode})" if mode else str(file.get("id"))
 
 
 def _author(raw: dict[str, Any], users: dict[str, User]) -> dict[str, Any]:
@@ -154,13 +164,10 @@ def page_text(
     header: str,
     records: Iterable[dict[str, Any]],
     next_cursor: str | None,
-    note: str | None,
     *,
     page_channel: str | None = None,
 ) -> str:
     lines = [header, *(render_message(r, page_channel=page_channel) for r in records)]
-    if note:
-        lines.append(note)
     if next_cursor:
         lines.append(f"next_cursor={next_cursor}")
     return "\n".join(lines)
@@ -170,14 +177,9 @@ class MessagePage(Rendered):
     source: str
     messages: list[dict[str, Any]]
     next_cursor: str | None = None
-    # For the reader of the text only (why names are missing): kept out of the outputSchema, whose every byte is
-    # paid in each conversation.
-    _note: str | None = PrivateAttr(None)
+    # For the text only (the page's channel, named once in its header): kept out of the outputSchema, whose every
+    # byte is paid in each conversation.
     _channel: str | None = PrivateAttr(None)
-
-    def noted(self, note: str | None) -> Self:
-        self._note = note
-        return self
 
     def of_channel(self, label: str) -> Self:
         """A page of one channel, which `source` names: its messages' labels need not name it again."""
@@ -186,4 +188,4 @@ class MessagePage(Rendered):
 
     def render(self) -> str:
         header = f"{self.source}: {len(self.messages)} message(s)" if self.messages else f"{self.source}: none."
-        return page_text(header, self.messages, self.next_cursor, self._note, page_channel=self._channel)
+        return page_text(header, self.messages, self.next_cursor, page_channel=self._channel)

@@ -40,6 +40,9 @@ def slack_toolsets(settings: SlackSettings, api: SlackApi, directory: Directory)
 
 @contextmanager
 def toolsets(settings: SlackSettings) -> Iterator[Sequence[Toolset]]:
+    # A command always calls Slack: slack-sdk loads here, while the helpers keep the collector paused for
+    # start-up (cli._run_command), rather than inside the call. The server keeps it for its first call.
+    import mcp_server_slack.transport  # noqa: F401
     from mcp_server_slack.api import SlackApi
     from mcp_server_slack.directory import Directory
 

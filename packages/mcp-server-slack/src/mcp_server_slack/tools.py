@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
 from mcp_server_core import (
     Cursor,
@@ -16,11 +16,12 @@ from mcp_server_core import (
     Toolset,
     decode_cursor,
     encode_cursor,
+    note_in_answer,
     report_progress,
 )
 from mcp_server_core.conventions import unadvertised
 from mcp_server_core.untrusted import fence
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import CHANNEL_ID, USER_ID, Channel, Directory, User
@@ -77,21 +78,14 @@ DETAIL_UP_TO = 5
 """A listing this short is a lookup: it shows each channel's topic and purpose too."""
 
 
-class _Noted(Rendered):
-    # A note for the reader of the text only (a directory still loading): kept out of the outputSchema, whose
-    # every byte is paid in each conversation.
-    _note: str | None = PrivateAttr(None)
-
-    def noted(self, note: str | None) -> Self:
-        self._note = note
-        return self
-
-    @property
-    def note(self) -> str | None:
-        return self._note
+def _note(note: str | None) -> None:
+    """A line for the reader of the text only (a directory still loading, names missing), opening the answer:
+    kept out of the structured content, whose outputSchema is paid for in every conversation."""
+    if note:
+        note_in_answer(note)
 
 
-class ChannelList(_Noted):
+class ChannelList(Rendered):
     channels: list[dict[str, Any]]
     next_cursor: str | None = None
 
@@ -106,7 +100,6 @@ class ChannelList(_Noted):
                 if about:  # anyone in the channel can set these: someone else's words, like a message
                     lines.append(fence(about, what=f"topic and purpose of {c['label']}"))
         lines = lines or ["No channel matches."]
-        lines += [self.note] if self.note else []
         lines += [f"next_cursor={self.next_cursor}"] if self.next_cursor else []
         return "\n".join(lines)
 
@@ -153,13 +146,12 @@ def _exact_user(directory: Directory, query: str) -> User | None:
         return None
 
 
-class UserList(_Noted):
+class UserList(Rendered):
     users: list[dict[str, Any]]
     next_cursor: str | None = None
 
     def render(self) -> str:
         lines = [_user_line(u) for u in self.users] or ["No user matches."]
-        lines += [self.note] if self.note else []
         lines += [f"next_cursor={self.next_cursor}"] if self.next_cursor else []
         return "\n".join(lines)
 
@@ -257,10 +249,11 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         page = chosen[offset : offset + limit]
         if any(c.kind == "im" for c in page):
             directory.users(c.peer for c in page if c.peer)  # one batch, so DMs read "DM with @alice"
+        _note(_partial(complete, "channels", len(channels)))
         return ChannelList(
             channels=[_channel_dict(c, directory) for c in page],
             next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        ).noted(_partial(complete, "channels", len(channels)))
+        )
 
     @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def read_messages(
@@ -312,15 +305,12 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             # The bounds ride along: "2h" means two hours before the first page, not before each page.
             next_position = {"c": next_slack, **bounds}
         where = f"thread {thread_ts} in {label} ({found.id}), oldest first" if thread_ts else f"{label} ({found.id})"
-        return (
-            MessagePage(
-                source=where if thread_ts else f"{where}, newest first",
-                messages=records[:shown],
-                next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-            )
-            .noted(unnamed)
-            .of_channel(label)
-        )
+        _note(unnamed)
+        return MessagePage(
+            source=where if thread_ts else f"{where}, newest first",
+            messages=records[:shown],
+            next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
+        ).of_channel(label)
 
     @toolset.tool(title="Find users", read_only=True, open_world=True)
     def list_users(
@@ -340,10 +330,11 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         users, complete = directory.all_users()
         chosen = sorted(_matching(users, query), key=lambda u: (u.deleted, u.is_bot, u.handle.casefold()))
         page = chosen[offset : offset + limit]
+        _note(_partial(complete, "users", len(users)))
         return UserList(
             users=[_user_dict(u, full=len(chosen) == 1) for u in page],
             next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        ).noted(_partial(complete, "users", len(users)))
+        )
 
     def _members(directory: Directory, channel: str, query: str | None, limit: int, cursor: str | None) -> UserList:
         found = directory.find_channel(channel)
@@ -357,10 +348,12 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         if not query:
             members += [{"id": i, "handle": i, "name": i} for i in ids if i not in users]
         next_slack = (data.get("response_metadata") or {}).get("next_cursor") or None
+        _note(f"Members of {directory.label(found)} ({found.id}).")
+        _note(users.unnamed_because)
         return UserList(
             users=members,
             next_cursor=encode_cursor({"c": next_slack}, scope=scope) if next_slack else None,
-        ).noted(f"Members of {directory.label(found)} ({found.id}).")
+        )
 
     @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def search_messages(
@@ -393,11 +386,12 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         else:
             next_position = None
         total = paging.get("total", found.get("total"))
+        _note(unnamed)
         return MessagePage(
             source=f"Search {query!r}: {total} match(es) in all" if total is not None else f"Search {query!r}",
             messages=records[:shown],
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
-        ).noted(unnamed)
+        )
 
     return toolset
 
