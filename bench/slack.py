@@ -123,8 +123,9 @@ async def measure(fake: Any) -> str:
         lines.append(f"| {label} | {shown} | {authors} | {describe(cold)} | {describe(warm)} |")
     lines += [
         "",
-        "Cold: a new server. Names come from users.list pages (200 people each; the workspace has 250) and the",
-        "channel from conversations.info by ID, or conversations.list pages (200 channels each; 227 in all) by name.",
+        f"Cold: a new server. Names come from users.list pages (200 people each; the workspace has {len(fake.users)})",
+        f"and the channel from conversations.info by ID, or conversations.list pages (200 channels each;"
+        f" {len(fake.channels)} in all) by name.",
         "No call is made per message or per author.",
         "",
         "## Over stdio (server subprocess, fake Slack in this process)",
