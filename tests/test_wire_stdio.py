@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import time
@@ -11,7 +12,7 @@ import pytest
 from mcp_server_core.testing import StdioWire
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from tests.conftest import SERVERS
+from tests.conftest import SERVERS, fake_module
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -247,3 +248,26 @@ def test_each_failed_call_log_line_says_which_side_failed(tmp_path: Path) -> Non
         stderr = wire.stderr
     assert "[tool failure] Error calling tool 'read_note'" in stderr, stderr
     assert "[protocol error -32602] tools/call" in stderr, stderr
+
+
+def test_each_progress_notification_of_a_call_moves_forward(tmp_path: Path) -> None:
+    """The spec: a call's progress MUST increase with each notification. A call whose work has phases counts
+    afresh in each (Slack: channels listed to find '#busy', then messages read, then people listed to name
+    their authors: 227, then 100), so the helpers hold back a report that would not move it forward."""
+    fake = fake_module("slack", "packages/mcp-server-slack/tests/fake_slack.py")
+    argv = SERVERS["slack"](tmp_path)  # starts the session's fake Slack first
+    slow = {"conversations.list": 0.6, "conversations.history": 0.6, "users.list": 0.6}  # past the rate limit
+    fake.FAKE.latency_s.update(slow)
+    try:
+        with StdioWire(argv) as wire:
+            wire.initialize()
+            params = {"name": "read_messages", "arguments": {"channel": "#busy", "limit": 100}}
+            answer = wire.request("tools/call", {**params, "_meta": {"progressToken": "phases"}}, timeout=60)
+    finally:
+        for method in slow:
+            fake.FAKE.latency_s.pop(method, None)
+    assert answer["result"]["isError"] is False, answer
+    heard = [n["params"] for n in wire.notifications if n["method"] == "notifications/progress"]
+    assert heard, "the call reported no progress: the fake answered faster than the helpers' interval"
+    values = [p["progress"] for p in heard]
+    assert all(later > earlier for earlier, later in itertools.pairwise(values)), heard
