@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -271,3 +272,51 @@ def test_each_progress_notification_of_a_call_moves_forward(tmp_path: Path) -> N
     assert heard, "the call reported no progress: the fake answered faster than the helpers' interval"
     values = [p["progress"] for p in heard]
     assert all(later > earlier for earlier, later in itertools.pairwise(values)), heard
+
+
+def test_a_client_that_sends_without_reading_is_held_back_not_buffered(tmp_path: Path) -> None:
+    """A client that writes requests and never reads the answers: each answer waits for stdout, and a server
+    that went on reading would hold every one of them (and its task) until it ran out of memory. It stops
+    reading once a bounded number wait instead, so the client's writes block; once the client reads, every
+    request is answered. The stdio transport is the helpers' own, the same for every server: one suffices."""
+    total = 6_000  # more than fit in the two pipes (64 kB each) and the server's bound together
+    argv = SERVERS["template"](tmp_path)
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}).encode())
+        process.stdin.write(b'\n{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 0
+        sent = 0
+
+        def send_all() -> None:
+            nonlocal sent
+            assert process.stdin is not None
+            for request_id in range(1, total + 1):
+                process.stdin.write(b'{"jsonrpc": "2.0", "id": %d, "method": "ping"}\n' % request_id)
+                process.stdin.flush()
+                sent += 1
+
+        sender = threading.Thread(target=send_all, daemon=True)
+        sender.start()
+        # Without a bound the server takes every request, hundreds a second; with one, the pipe fills and the
+        # client's writes block for good: two seconds without one taken is far beyond any scheduling pause.
+        last, still_since, deadline = -1, time.monotonic(), time.monotonic() + 120
+        while sent < total and time.monotonic() < deadline and time.monotonic() - still_since < 2:
+            if sent != last:
+                last, still_since = sent, time.monotonic()
+            time.sleep(0.05)
+        assert sent < total, "the server read every request while none of its answers were read"
+        answered = {json.loads(process.stdout.readline())["id"] for _ in range(total)}
+        sender.join(timeout=60)
+        assert answered == set(range(1, total + 1))
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
