@@ -90,6 +90,17 @@ def test_a_request_before_initialize_says_to_initialize_first(stdio: StdioWire) 
     assert stdio.initialize()["result"]
 
 
+@pytest.mark.parametrize("version", [5, None], ids=["a-number", "missing"])
+def test_a_malformed_initialize_names_the_field_not_the_handshake(stdio: StdioWire, version: object) -> None:
+    """The client did send initialize: telling it to send initialize first leaves it nothing to fix."""
+    hello = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    error = stdio.request("initialize", hello if version is None else {**hello, "protocolVersion": version})["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "Not initialized" not in error["message"]
+    assert "protocolVersion" in error["message"]
+    assert stdio.initialize()["result"]["protocolVersion"] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
+
+
 def test_malformed_params_name_the_field(stdio: StdioWire) -> None:
     stdio.initialize()
     error = stdio.request("tools/call", {"nam": "x"})["error"]

@@ -434,6 +434,10 @@ async def _logged(job: Callable[[], Awaitable[None]]) -> None:
         logger.exception("background job %r stopped", job)
 
 
+_ANSWERED_BEFORE_THE_HANDSHAKE = frozenset({"initialize", "ping"})
+"""Methods the SDK serves before initialize: their -32602 is always bad params, never a missing handshake."""
+
+
 async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """Give the SDK's bare "Invalid request parameters" (data "") a message a client developer can act on.
 
@@ -448,7 +452,11 @@ async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next
         ):
             raise
         connection = ctx.session._connection
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and not connection.initialize_accepted:
+        if (
+            ctx.method not in _ANSWERED_BEFORE_THE_HANDSHAKE
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            and not connection.initialize_accepted
+        ):
             message = (
                 f"Not initialized: send initialize, then notifications/initialized, before {ctx.method!r} "
                 "(or send every request with the 2026-07-28 _meta envelope)."
