@@ -331,3 +331,24 @@ def test_a_client_that_sends_without_reading_is_held_back_not_buffered(tmp_path:
             process.kill()
             process.wait()
         process.stdout.close()
+
+
+PROMPTS_WITH_A_REQUIRED_ARGUMENT = {"template": ("summarize_notes", "topic"), "db": ("explore_table", "table")}
+
+
+@pytest.mark.parametrize("server", sorted(PROMPTS_WITH_A_REQUIRED_ARGUMENT))
+def test_a_prompt_without_its_required_argument_is_the_clients_mistake(server: str, tmp_path: Path) -> None:
+    """-32602 naming the argument, logged as a protocol error: not an '[upstream failure]' with a traceback,
+    which sends the operator looking at an upstream that did nothing wrong."""
+    prompt, argument = PROMPTS_WITH_A_REQUIRED_ARGUMENT[server]
+    with StdioWire([*SERVERS[server](tmp_path), "--log-level", "INFO"]) as wire:
+        wire.initialize()
+        error = wire.request("prompts/get", {"name": prompt, "arguments": {}})["error"]
+        assert wire.close() == 0
+        stderr = wire.stderr
+    assert error["code"] == INVALID_PARAMS
+    assert repr(argument) in error["message"]
+    assert "{" not in error["message"], "a Python set is not a message"
+    assert "[upstream failure]" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "[protocol error -32602] prompts/get" in stderr, stderr

@@ -316,7 +316,21 @@ class ReferenceServer(FastMCP[Any]):
         version: VersionSpec | None = None,
         run_middleware: bool = True,
     ) -> PromptResult:
-        """A prompt's `ToolFailure` (an argument it cannot use) reaches the client with its message."""
+        """A prompt's `ToolFailure` (an argument it cannot use) reaches the client with its message, and a missing
+        required argument is -32602 naming it, checked here: fastmcp would log the client's mistake as a
+        WARNING with a traceback, which reads as an upstream failing."""
+        if run_middleware:
+            prompt = await self.get_prompt(name, version=version)
+            if prompt is not None:
+                given = arguments or {}
+                missing = [a.name for a in prompt.arguments or () if a.required and a.name not in given]
+                if missing:
+                    needed = ", ".join(repr(m) for m in missing)
+                    raise MCPError(
+                        code=INVALID_PARAMS,
+                        message=f"Prompt {name!r} needs the argument(s) {needed}; see prompts/list for each one.",
+                        data={"name": name, "missing": missing},
+                    )
         try:
             return await super().render_prompt(name, arguments, version=version, run_middleware=run_middleware)
         except PromptError as exc:
