@@ -108,6 +108,18 @@ def test_malformed_params_name_the_field(stdio: StdioWire) -> None:
     assert "name" in error["message"]
 
 
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list", "prompts/list"])
+def test_a_cursor_the_server_never_issued_is_invalid_params(stdio: StdioWire, method: str) -> None:
+    """The spec: an invalid cursor SHOULD be -32602. Answered with the first page instead, a client paging on
+    a stale cursor appends the whole list again and shows every entry twice."""
+    stdio.initialize()
+    first = stdio.request(method)["result"]
+    assert "nextCursor" not in first  # everything in one page: no cursor was ever issued
+    error = stdio.request(method, {"cursor": "c2VlbiBpbiBhbm90aGVyIHNlcnZlcg=="})["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "cursor" in error["message"]
+
+
 def test_ping_works_before_and_after_the_handshake(stdio: StdioWire) -> None:
     assert stdio.request("ping")["result"] == {}
     stdio.initialize()

@@ -385,9 +385,21 @@ class ReferenceServer(FastMCP[Any]):
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 
+    def _refuse_unissued_cursor(self, params: mcp_types.PaginatedRequestParams | None) -> None:
+        """The spec: an invalid cursor SHOULD be -32602. Listing in one page, fastmcp issues no cursor and ignores
+        any it is sent, answering the first page again: a client paging on a stale cursor then shows every entry
+        twice. (An empty cursor is taken as none: clients that build params generically send one.)"""
+        if params is not None and params.cursor and self._list_page_size is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="Invalid cursor: this server lists everything in one page and issued no cursor; "
+                "list again without one.",
+            )
+
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_tools(ctx, params)
         result.tools = [_compact_tool(t) for t in result.tools]
         return result
@@ -395,6 +407,7 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListResourcesResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_resources(ctx, params)
         result.resources = [_without_fastmcp_meta(r) for r in result.resources]
         return result
@@ -402,6 +415,7 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListResourceTemplatesResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_resource_templates(ctx, params)
         result.resource_templates = [_without_fastmcp_meta(t) for t in result.resource_templates]
         return result
@@ -409,6 +423,7 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListPromptsResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_prompts(ctx, params)
         result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
         return result
