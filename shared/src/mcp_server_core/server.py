@@ -47,7 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.audit import AuditTrail, note_failure
-from mcp_server_core.cancellation import unwatch_call, watch_call
+from mcp_server_core.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
@@ -63,6 +63,9 @@ __all__ = ["ReferenceServer"]
 _Listed = TypeVar("_Listed", mcp_types.Tool, mcp_types.Resource, mcp_types.ResourceTemplate, mcp_types.Prompt)
 
 logger = logging.getLogger(__name__)
+
+CANCEL_GRACE_S = 1.0
+"""How long a stopping server waits for the cancels of its abandoned calls to be delivered."""
 
 
 class ReferenceServer(FastMCP[Any]):
@@ -150,6 +153,9 @@ class ReferenceServer(FastMCP[Any]):
                 for task in jobs:
                     task.cancel()
                 await asyncio.gather(*jobs, return_exceptions=True)
+                # Calls cut off as the server stopped: their cancels reach the database before its pools close
+                # and before the process exits (a client's SIGKILL follows its SIGTERM by 2 s).
+                await asyncio.to_thread(finish_cancelling, CANCEL_GRACE_S)
                 for callback in reversed(self._shutdown):
                     try:
                         outcome = callback()

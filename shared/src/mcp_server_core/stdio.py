@@ -8,7 +8,9 @@ The SDK's transport drops a malformed line silently, so a client waits forever. 
   writes without reading stdout finds its writes blocking, instead of the server holding every answer it
   cannot write until memory runs out;
 - when stdin closes, or `stop` is set (SIGTERM), requests already read are answered (up to `drain_timeout`)
-  before the server exits;
+  before the server exits; but `stop` set after stdin closed ends that drain at once, and the calls in flight
+  are stopped: that is a client's shutdown (the SDKs close stdin, wait 2 s, send SIGTERM, and SIGKILL 2 s
+  later), and the client that left waits for no answer, while a SIGKILL would leave its calls' work running;
 - while serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray print() in domain code or a
   child process cannot corrupt the wire.
 """
@@ -164,13 +166,28 @@ async def stdio_transport(
                 answered(repr((message.params or {}).get("requestId")))
             await forward(read_send, SessionMessage(message))
 
+    async def drained() -> None:
+        await idle.wait()
+        draining.cancel()
+
+    async def client_gone() -> None:
+        assert stop is not None
+        await stop.wait()
+        draining.cancel()
+
+    draining = anyio.CancelScope()
+
     async def reader() -> None:
         async with read_send, answers:
             with reading:
                 await read_lines()
             # stdin closed, or stop was set: let requests already read finish before the read side ends.
-            with anyio.move_on_after(drain_timeout):
-                await idle.wait()
+            stdin_closed = not reading.cancel_called
+            with anyio.move_on_after(drain_timeout), draining:
+                async with anyio.create_task_group() as waits:
+                    waits.start_soon(drained)
+                    if stdin_closed and stop is not None:
+                        waits.start_soon(client_gone)
 
     written = anyio.Event()
 
