@@ -64,6 +64,7 @@ def test_invalid_utf8_is_a_parse_error(stdio: StdioWire) -> None:
         ('{"jsonrpc": "2.0", "id": 9, "params": {}}', 9),
         ('{"jsonrpc": "1.0", "id": "a", "method": "ping"}', "a"),
         ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', None),
+        ('{"jsonrpc": "2.0", "\\u0069d": 1.5, "method": "ping"}', None),  # "id", spelled with an escape
         ("[1, 2]", None),
         ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', None),
         ("42", None),
