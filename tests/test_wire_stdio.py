@@ -365,3 +365,16 @@ def test_a_prompt_without_its_required_argument_is_the_clients_mistake(server: s
     assert "[upstream failure]" not in stderr, stderr
     assert "Traceback" not in stderr, stderr
     assert "[protocol error -32602] prompts/get" in stderr, stderr
+
+
+@pytest.mark.parametrize("server", sorted(PROMPTS_WITH_A_REQUIRED_ARGUMENT))
+def test_a_text_prompt_argument_is_not_described_as_a_json_schema(server: str, tmp_path: Path) -> None:
+    """fastmcp notes a JSON schema in a prompt argument's description unless its annotation is `str` itself;
+    under `from __future__ import annotations` it is the string 'str', so every text argument read 'Provide a
+    value matching {"type":"string"}. Encode non-string values as JSON.': noise in place of a description."""
+    with StdioWire(SERVERS[server](tmp_path)) as wire:
+        wire.initialize()
+        prompts = wire.request("prompts/list")["result"]["prompts"]
+    descriptions = [a.get("description") or "" for p in prompts for a in p.get("arguments", [])]
+    assert descriptions
+    assert not [d for d in descriptions if '{"type":"string"}' in d], descriptions

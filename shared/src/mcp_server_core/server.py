@@ -431,7 +431,7 @@ class ReferenceServer(FastMCP[Any]):
     ) -> mcp_types.ListPromptsResult:
         self._refuse_unissued_cursor(params)
         result = await super()._on_list_prompts(ctx, params)
-        result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
+        result.prompts = [_without_fastmcp_meta(_without_text_schema_notes(p)) for p in result.prompts]
         return result
 
 
@@ -528,6 +528,23 @@ def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
         }
     )
     return _without_fastmcp_meta(compacted)
+
+
+_TEXT_SCHEMA_NOTE = (
+    'Provide a value matching the following JSON schema: {"type":"string"}. Encode non-string values as JSON.'
+)
+"""What fastmcp adds to a prompt argument's description unless its annotation is `str` itself; under
+`from __future__ import annotations` it is the string 'str', and a text argument needs no such note."""
+
+
+def _without_text_schema_notes(prompt: mcp_types.Prompt) -> mcp_types.Prompt:
+    if not any(_TEXT_SCHEMA_NOTE in (a.description or "") for a in prompt.arguments or ()):
+        return prompt
+    arguments = [
+        a.model_copy(update={"description": (a.description or "").replace(_TEXT_SCHEMA_NOTE, "").strip() or None})
+        for a in prompt.arguments or ()
+    ]
+    return prompt.model_copy(update={"arguments": arguments})
 
 
 def _without_fastmcp_meta(component: _Listed) -> _Listed:
