@@ -11,6 +11,7 @@ The SDK's transport drops a malformed line silently, so a client waits forever. 
   before the server exits; but `stop` set after stdin closed ends that drain at once, and the calls in flight
   are stopped: that is a client's shutdown (the SDKs close stdin, wait 2 s, send SIGTERM, and SIGKILL 2 s
   later), and the client that left waits for no answer, while a SIGKILL would leave its calls' work running;
+  an open `subscriptions/listen` stream owes no answer and is not waited for;
 - while serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray print() in domain code or a
   child process cannot corrupt the wire.
 """
@@ -97,7 +98,10 @@ async def stdio_transport(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     answers = write_send.clone()
     in_flight: Counter[str] = Counter()  # by repr(id): a client may reuse an id, and each use is a request
-    idle = anyio.Event()  # set whenever nothing is in flight; replaced when a request arrives
+    # subscriptions/listen streams among them: they owe no answer (they end when their client leaves), so the
+    # drain does not wait for them; they still count towards max_pending.
+    listening: Counter[str] = Counter()
+    idle = anyio.Event()  # set whenever nothing owed is in flight; replaced when a request arrives
     idle.set()
     room = anyio.Event()  # set while fewer than max_pending are in flight; reading waits for it
     room.set()
@@ -105,9 +109,10 @@ async def stdio_transport(
     def settle() -> None:
         nonlocal idle, room
         pending = in_flight.total()
-        if pending and idle.is_set():
+        owed = pending - listening.total()
+        if owed and idle.is_set():
             idle = anyio.Event()
-        elif not pending:
+        elif not owed:
             idle.set()
         if pending >= max_pending and room.is_set():
             room = anyio.Event()
@@ -115,10 +120,11 @@ async def stdio_transport(
             room.set()
 
     def answered(request_id: str) -> None:
-        if in_flight[request_id] > 1:
-            in_flight[request_id] -= 1
-        else:
-            in_flight.pop(request_id, None)
+        for requests in (in_flight, listening):
+            if requests[request_id] > 1:
+                requests[request_id] -= 1
+            else:
+                requests.pop(request_id, None)
         settle()
 
     async def read_line() -> bytes:
@@ -160,6 +166,8 @@ async def stdio_transport(
                 continue
             if isinstance(message, JSONRPCRequest):
                 in_flight[repr(message.id)] += 1
+                if message.method == "subscriptions/listen":
+                    listening[repr(message.id)] += 1
                 settle()
             elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                 # A cancelled request is never answered, so neither the drain nor reading may wait for it.
