@@ -14,6 +14,7 @@ import contextlib
 import secrets
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -92,6 +93,53 @@ def test_sigterm_on_an_idle_stdio_server_exits_0_at_once(tmp_path: Path) -> None
         wire.proc.send_signal(signal.SIGTERM)
         assert wire.proc.wait(timeout=30) == 0
         assert time.monotonic() - started < 5
+
+
+def _active_statements(admin: Engine, application_name: str) -> int:
+    with admin.connect() as connection:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND application_name = :name"
+        return int(connection.execute(text(query), {"name": application_name}).scalar_one())
+
+
+def test_a_client_that_closes_stdin_then_sends_sigterm_gets_its_calls_stopped_before_its_sigkill() -> None:
+    """The shutdown both official SDK clients run: close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL. The client
+    has left, so nobody waits for the drain: a server that went on draining was SIGKILLed with the call still
+    running, and PostgreSQL ran the abandoned query on, until its statement timeout."""
+    marker = f"left_{secrets.token_hex(4)}"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/postgres?application_name={marker}"
+    argv = python_module("mcp_server_db", url, "--allow-privileged-role", "--schema-poll-s", "0")
+    admin = create_engine(PG_ADMIN)
+    try:
+        with StdioWire([*argv, "--drain-timeout-s", "60", "--statement-timeout-s", "600"]) as wire:
+            wire.initialize()
+            slow = {"name": "run_query", "arguments": {"sql": "SELECT count(*) FROM generate_series(1, 4000000000)"}}
+            wire.send(_call(9, slow))
+            deadline = time.monotonic() + 15
+            while not _active_statements(admin, marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _active_statements(admin, marker), "the query never started"
+            assert wire.proc.stdin is not None
+            wire.proc.stdin.close()
+            time.sleep(0.5)  # the client's grace after closing stdin (2 s in the SDKs; the drain bound is 60 s)
+            wire.proc.send_signal(signal.SIGTERM)
+            try:
+                code = wire.proc.wait(timeout=30)  # far more than the 2 s a client gives; far less than the drain
+            except subprocess.TimeoutExpired:
+                pytest.fail("the server went on draining for a client that had left and sent SIGTERM")
+            assert code == 0
+            deadline = time.monotonic() + 15
+            while _active_statements(admin, marker) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _active_statements(admin, marker) == 0, "the abandoned query still runs in PostgreSQL"
+        assert "Traceback" not in wire.stderr, wire.stderr
+    finally:
+        with admin.connect() as connection:
+            connection.execute(
+                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :name"),
+                {"name": marker},
+            )
+            connection.commit()
+        admin.dispose()
 
 
 def test_sigterm_over_http_finishes_the_call_in_flight_refuses_new_connections_and_exits_0(tmp_path: Path) -> None:

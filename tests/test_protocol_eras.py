@@ -87,3 +87,19 @@ def test_a_modern_client_hears_a_subscribed_file_change_on_its_listen_stream(tmp
         updated = wire.wait_for_notification("notifications/resources/updated", timeout=15)
     assert updated["params"]["uri"] == watched.as_uri()
     assert updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 901
+
+
+def test_an_open_listen_stream_does_not_hold_the_exit_when_stdin_closes(tmp_path: Path) -> None:
+    """A listen stream owes no answer: it ends when its client leaves. Counted among the requests to drain,
+    it held every exit for the whole drain bound (60 s here; 10 s by default)."""
+    with StdioWire([*SERVERS["template"](tmp_path), "--drain-timeout-s", "60"]) as wire:
+        wire.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 901,
+                "method": "subscriptions/listen",
+                "params": with_envelope({"notifications": {"resourcesListChanged": True}}),
+            }
+        )
+        wire.wait_for_notification("notifications/subscriptions/acknowledged")
+        assert wire.close(timeout=30) == 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 from mcp_server_core.testing import StdioWire
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from tests.conftest import SERVERS
+from tests.conftest import SERVERS, fake_module
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -62,6 +64,7 @@ def test_invalid_utf8_is_a_parse_error(stdio: StdioWire) -> None:
         ('{"jsonrpc": "2.0", "id": 9, "params": {}}', 9),
         ('{"jsonrpc": "1.0", "id": "a", "method": "ping"}', "a"),
         ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', None),
+        ('{"jsonrpc": "2.0", "\\u0069d": 1.5, "method": "ping"}', None),  # "id", spelled with an escape
         ("[1, 2]", None),
         ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', None),
         ("42", None),
@@ -88,11 +91,34 @@ def test_a_request_before_initialize_says_to_initialize_first(stdio: StdioWire) 
     assert stdio.initialize()["result"]
 
 
+@pytest.mark.parametrize("version", [5, None], ids=["a-number", "missing"])
+def test_a_malformed_initialize_names_the_field_not_the_handshake(stdio: StdioWire, version: object) -> None:
+    """The client did send initialize: telling it to send initialize first leaves it nothing to fix."""
+    hello = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    error = stdio.request("initialize", hello if version is None else {**hello, "protocolVersion": version})["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "Not initialized" not in error["message"]
+    assert "protocolVersion" in error["message"]
+    assert stdio.initialize()["result"]["protocolVersion"] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
+
+
 def test_malformed_params_name_the_field(stdio: StdioWire) -> None:
     stdio.initialize()
     error = stdio.request("tools/call", {"nam": "x"})["error"]
     assert error["code"] == INVALID_PARAMS
     assert "name" in error["message"]
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list", "prompts/list"])
+def test_a_cursor_the_server_never_issued_is_invalid_params(stdio: StdioWire, method: str) -> None:
+    """The spec: an invalid cursor SHOULD be -32602. Answered with the first page instead, a client paging on
+    a stale cursor appends the whole list again and shows every entry twice."""
+    stdio.initialize()
+    first = stdio.request(method)["result"]
+    assert "nextCursor" not in first  # everything in one page: no cursor was ever issued
+    error = stdio.request(method, {"cursor": "c2VlbiBpbiBhbm90aGVyIHNlcnZlcg=="})["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert "cursor" in error["message"]
 
 
 def test_ping_works_before_and_after_the_handshake(stdio: StdioWire) -> None:
@@ -247,3 +273,108 @@ def test_each_failed_call_log_line_says_which_side_failed(tmp_path: Path) -> Non
         stderr = wire.stderr
     assert "[tool failure] Error calling tool 'read_note'" in stderr, stderr
     assert "[protocol error -32602] tools/call" in stderr, stderr
+
+
+def test_each_progress_notification_of_a_call_moves_forward(tmp_path: Path) -> None:
+    """The spec: a call's progress MUST increase with each notification. A call whose work has phases counts
+    afresh in each (Slack: channels listed to find '#busy', then messages read, then people listed to name
+    their authors: 227, then 100), so the helpers hold back a report that would not move it forward."""
+    fake = fake_module("slack", "packages/mcp-server-slack/tests/fake_slack.py")
+    argv = SERVERS["slack"](tmp_path)  # starts the session's fake Slack first
+    slow = {"conversations.list": 0.6, "conversations.history": 0.6, "users.list": 0.6}  # past the rate limit
+    fake.FAKE.latency_s.update(slow)
+    try:
+        with StdioWire(argv) as wire:
+            wire.initialize()
+            params = {"name": "read_messages", "arguments": {"channel": "#busy", "limit": 100}}
+            answer = wire.request("tools/call", {**params, "_meta": {"progressToken": "phases"}}, timeout=60)
+    finally:
+        for method in slow:
+            fake.FAKE.latency_s.pop(method, None)
+    assert answer["result"]["isError"] is False, answer
+    heard = [n["params"] for n in wire.notifications if n["method"] == "notifications/progress"]
+    assert heard, "the call reported no progress: the fake answered faster than the helpers' interval"
+    values = [p["progress"] for p in heard]
+    assert all(later > earlier for earlier, later in itertools.pairwise(values)), heard
+
+
+def test_a_client_that_sends_without_reading_is_held_back_not_buffered(tmp_path: Path) -> None:
+    """A client that writes requests and never reads the answers: each answer waits for stdout, and a server
+    that went on reading would hold every one of them (and its task) until it ran out of memory. It stops
+    reading once a bounded number wait instead, so the client's writes block; once the client reads, every
+    request is answered. The stdio transport is the helpers' own, the same for every server: one suffices."""
+    total = 6_000  # more than fit in the two pipes (64 kB each) and the server's bound together
+    argv = SERVERS["template"](tmp_path)
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}).encode())
+        process.stdin.write(b'\n{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 0
+        sent = 0
+
+        def send_all() -> None:
+            nonlocal sent
+            assert process.stdin is not None
+            for request_id in range(1, total + 1):
+                process.stdin.write(b'{"jsonrpc": "2.0", "id": %d, "method": "ping"}\n' % request_id)
+                process.stdin.flush()
+                sent += 1
+
+        sender = threading.Thread(target=send_all, daemon=True)
+        sender.start()
+        # Without a bound the server takes every request, hundreds a second; with one, the pipe fills and the
+        # client's writes block for good: two seconds without one taken is far beyond any scheduling pause.
+        last, still_since, deadline = -1, time.monotonic(), time.monotonic() + 120
+        while sent < total and time.monotonic() < deadline and time.monotonic() - still_since < 2:
+            if sent != last:
+                last, still_since = sent, time.monotonic()
+            time.sleep(0.05)
+        assert sent < total, "the server read every request while none of its answers were read"
+        answered = {json.loads(process.stdout.readline())["id"] for _ in range(total)}
+        sender.join(timeout=60)
+        assert answered == set(range(1, total + 1))
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+PROMPTS_WITH_A_REQUIRED_ARGUMENT = {"template": ("summarize_notes", "topic"), "db": ("explore_table", "table")}
+
+
+@pytest.mark.parametrize("server", sorted(PROMPTS_WITH_A_REQUIRED_ARGUMENT))
+def test_a_prompt_without_its_required_argument_is_the_clients_mistake(server: str, tmp_path: Path) -> None:
+    """-32602 naming the argument, logged as a protocol error: not an '[upstream failure]' with a traceback,
+    which sends the operator looking at an upstream that did nothing wrong."""
+    prompt, argument = PROMPTS_WITH_A_REQUIRED_ARGUMENT[server]
+    with StdioWire([*SERVERS[server](tmp_path), "--log-level", "INFO"]) as wire:
+        wire.initialize()
+        error = wire.request("prompts/get", {"name": prompt, "arguments": {}})["error"]
+        assert wire.close() == 0
+        stderr = wire.stderr
+    assert error["code"] == INVALID_PARAMS
+    assert repr(argument) in error["message"]
+    assert "{" not in error["message"], "a Python set is not a message"
+    assert "[upstream failure]" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "[protocol error -32602] prompts/get" in stderr, stderr
+
+
+@pytest.mark.parametrize("server", sorted(PROMPTS_WITH_A_REQUIRED_ARGUMENT))
+def test_a_text_prompt_argument_is_not_described_as_a_json_schema(server: str, tmp_path: Path) -> None:
+    """fastmcp notes a JSON schema in a prompt argument's description unless its annotation is `str` itself;
+    under `from __future__ import annotations` it is the string 'str', so every text argument read 'Provide a
+    value matching {"type":"string"}. Encode non-string values as JSON.': noise in place of a description."""
+    with StdioWire(SERVERS[server](tmp_path)) as wire:
+        wire.initialize()
+        prompts = wire.request("prompts/list")["result"]["prompts"]
+    descriptions = [a.get("description") or "" for p in prompts for a in p.get("arguments", [])]
+    assert descriptions
+    assert not [d for d in descriptions if '{"type":"string"}' in d], descriptions

@@ -10,7 +10,9 @@ blocking part, how to stop it:
 
 and the helpers call that once if they abandon the call while the block runs. The callback runs on a short-lived
 thread of its own (cancelling may need a network round trip), must be safe to call from any thread, and may
-find the work already done.
+find the work already done. A server that stops waits a moment for those threads (`finish_cancelling`): the
+calls in flight are abandoned as it stops, and a cancel still on its way when the process exits never arrives,
+leaving the database to run the query on.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
-__all__ = ["Abandonment", "cancel_on_abandon"]
+__all__ = ["Abandonment", "cancel_on_abandon", "finish_cancelling"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +92,32 @@ def cancel_on_abandon(cancel: Callable[[], None]) -> Iterator[None]:
         abandonment.remove(cancel)
 
 
+_cancelling: set[threading.Thread] = set()
+_cancelling_lock = threading.Lock()
+
+
+def finish_cancelling(timeout: float) -> None:
+    """Wait up to `timeout` seconds for the cancels under way to be delivered; the helpers call it as the server
+    stops. Daemon threads, they would otherwise die with the process, their cancel unsent."""
+    deadline = time.monotonic() + timeout
+    with _cancelling_lock:
+        under_way = list(_cancelling)
+    for thread in under_way:
+        thread.join(max(deadline - time.monotonic(), 0))
+
+
 def _run_aside(callback: Callable[[], None]) -> None:
     def run() -> None:
         try:
             callback()
         except Exception:
             logger.warning("cancelling abandoned work failed", exc_info=True)
+        finally:
+            with _cancelling_lock:
+                _cancelling.discard(thread)
 
-    threading.Thread(target=run, name="cancel-abandoned", daemon=True).start()
+    # Daemon: a cancel that hangs (an unreachable database) must not hold the process's exit for ever.
+    thread = threading.Thread(target=run, name="cancel-abandoned", daemon=True)
+    with _cancelling_lock:
+        _cancelling.add(thread)
+    thread.start()

@@ -46,7 +46,9 @@ def read_message(data: bytes) -> JSONRPCMessage:
         message = jsonrpc_message_adapter.validate_json(data, by_name=False)
     except ValueError:
         raise MessageRefused(_diagnose(data)) from None
-    if isinstance(message, JSONRPCNotification) and b'"id"' in data and _has_id(data):
+    # Parsed again, not searched for b'"id"': a key may be spelled with escapes ("\u0069d"), and the request
+    # would then go unanswered. Notifications are few (initialized, cancelled), so this costs next to nothing.
+    if isinstance(message, JSONRPCNotification) and _has_id(data):
         raise MessageRefused(
             error_message(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer.')
         )

@@ -4,6 +4,10 @@ Domain code calls `report_progress(done, total, message)` as work advances (file
 helpers send `notifications/progress` for the call being served, at most once per `INTERVAL_S` and only if
 the request carried a progress token (fastmcp drops it otherwise). Sync tools run in worker threads, so the
 notification is handed to the server's event loop.
+
+The spec requires a call's progress to increase with each notification. A call whose work has phases counts
+afresh in each (Slack lists 227 channels to find one, then reads 100 messages), so a report that would not
+move the call's progress forward is not sent; the next one that does is.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ class _Reporter:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.last = 0.0
+        self.progress: float | None = None
+        """The progress last sent for this call: what the next notification must exceed."""
 
 
 _current: ContextVar[_Reporter | None] = ContextVar("mcp_server_core_progress", default=None)
@@ -39,9 +45,12 @@ def stop_reporting(token: object) -> None:
 
 
 def report_progress(done: float, total: float | None = None, message: str | None = None) -> None:
-    """Tell the client how far the current call has come; a no-op outside a call, or too soon after the last."""
+    """Tell the client how far the current call has come; a no-op outside a call, too soon after the last
+    report sent, or when `done` does not exceed the progress already sent."""
     reporter = _current.get()
     if reporter is None:
+        return
+    if reporter.progress is not None and done <= reporter.progress:
         return
     now = time.monotonic()
     if reporter.last and now - reporter.last < INTERVAL_S:
@@ -52,7 +61,7 @@ def report_progress(done: float, total: float | None = None, message: str | None
         context = get_context()
     except RuntimeError:  # not inside fastmcp's handling of a call
         return
-    reporter.last = now
+    reporter.last, reporter.progress = now, done
     send_for_call(context.report_progress(progress=done, total=total, message=message))
 
 

@@ -47,7 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.audit import AuditTrail, note_failure
-from mcp_server_core.cancellation import unwatch_call, watch_call
+from mcp_server_core.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
 from mcp_server_core.conventions import compact_schema
 from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
@@ -63,6 +63,9 @@ __all__ = ["ReferenceServer"]
 _Listed = TypeVar("_Listed", mcp_types.Tool, mcp_types.Resource, mcp_types.ResourceTemplate, mcp_types.Prompt)
 
 logger = logging.getLogger(__name__)
+
+CANCEL_GRACE_S = 1.0
+"""How long a stopping server waits for the cancels of its abandoned calls to be delivered."""
 
 
 class ReferenceServer(FastMCP[Any]):
@@ -150,6 +153,9 @@ class ReferenceServer(FastMCP[Any]):
                 for task in jobs:
                     task.cancel()
                 await asyncio.gather(*jobs, return_exceptions=True)
+                # Calls cut off as the server stopped: their cancels reach the database before its pools close
+                # and before the process exits (a client's SIGKILL follows its SIGTERM by 2 s).
+                await asyncio.to_thread(finish_cancelling, CANCEL_GRACE_S)
                 for callback in reversed(self._shutdown):
                     try:
                         outcome = callback()
@@ -316,7 +322,21 @@ class ReferenceServer(FastMCP[Any]):
         version: VersionSpec | None = None,
         run_middleware: bool = True,
     ) -> PromptResult:
-        """A prompt's `ToolFailure` (an argument it cannot use) reaches the client with its message."""
+        """A prompt's `ToolFailure` (an argument it cannot use) reaches the client with its message, and a missing
+        required argument is -32602 naming it, checked here: fastmcp would log the client's mistake as a
+        WARNING with a traceback, which reads as an upstream failing."""
+        if run_middleware:
+            prompt = await self.get_prompt(name, version=version)
+            if prompt is not None:
+                given = arguments or {}
+                missing = [a.name for a in prompt.arguments or () if a.required and a.name not in given]
+                if missing:
+                    needed = ", ".join(repr(m) for m in missing)
+                    raise MCPError(
+                        code=INVALID_PARAMS,
+                        message=f"Prompt {name!r} needs the argument(s) {needed}; see prompts/list for each one.",
+                        data={"name": name, "missing": missing},
+                    )
         try:
             return await super().render_prompt(name, arguments, version=version, run_middleware=run_middleware)
         except PromptError as exc:
@@ -371,9 +391,21 @@ class ReferenceServer(FastMCP[Any]):
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 
+    def _refuse_unissued_cursor(self, params: mcp_types.PaginatedRequestParams | None) -> None:
+        """The spec: an invalid cursor SHOULD be -32602. Listing in one page, fastmcp issues no cursor and ignores
+        any it is sent, answering the first page again: a client paging on a stale cursor then shows every entry
+        twice. (An empty cursor is taken as none: clients that build params generically send one.)"""
+        if params is not None and params.cursor and self._list_page_size is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="Invalid cursor: this server lists everything in one page and issued no cursor; "
+                "list again without one.",
+            )
+
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_tools(ctx, params)
         result.tools = [_compact_tool(t) for t in result.tools]
         return result
@@ -381,6 +413,7 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListResourcesResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_resources(ctx, params)
         result.resources = [_without_fastmcp_meta(r) for r in result.resources]
         return result
@@ -388,6 +421,7 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListResourceTemplatesResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_resource_templates(ctx, params)
         result.resource_templates = [_without_fastmcp_meta(t) for t in result.resource_templates]
         return result
@@ -395,8 +429,9 @@ class ReferenceServer(FastMCP[Any]):
     async def _on_list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListPromptsResult:
+        self._refuse_unissued_cursor(params)
         result = await super()._on_list_prompts(ctx, params)
-        result.prompts = [_without_fastmcp_meta(p) for p in result.prompts]
+        result.prompts = [_without_fastmcp_meta(_without_text_schema_notes(p)) for p in result.prompts]
         return result
 
 
@@ -434,6 +469,10 @@ async def _logged(job: Callable[[], Awaitable[None]]) -> None:
         logger.exception("background job %r stopped", job)
 
 
+_ANSWERED_BEFORE_THE_HANDSHAKE = frozenset({"initialize", "ping"})
+"""Methods the SDK serves before initialize: their -32602 is always bad params, never a missing handshake."""
+
+
 async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """Give the SDK's bare "Invalid request parameters" (data "") a message a client developer can act on.
 
@@ -448,7 +487,11 @@ async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next
         ):
             raise
         connection = ctx.session._connection
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and not connection.initialize_accepted:
+        if (
+            ctx.method not in _ANSWERED_BEFORE_THE_HANDSHAKE
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            and not connection.initialize_accepted
+        ):
             message = (
                 f"Not initialized: send initialize, then notifications/initialized, before {ctx.method!r} "
                 "(or send every request with the 2026-07-28 _meta envelope)."
@@ -485,6 +528,23 @@ def _compact_tool(wire_tool: mcp_types.Tool) -> mcp_types.Tool:
         }
     )
     return _without_fastmcp_meta(compacted)
+
+
+_TEXT_SCHEMA_NOTE = (
+    'Provide a value matching the following JSON schema: {"type":"string"}. Encode non-string values as JSON.'
+)
+"""What fastmcp adds to a prompt argument's description unless its annotation is `str` itself; under
+`from __future__ import annotations` it is the string 'str', and a text argument needs no such note."""
+
+
+def _without_text_schema_notes(prompt: mcp_types.Prompt) -> mcp_types.Prompt:
+    if not any(_TEXT_SCHEMA_NOTE in (a.description or "") for a in prompt.arguments or ()):
+        return prompt
+    arguments = [
+        a.model_copy(update={"description": (a.description or "").replace(_TEXT_SCHEMA_NOTE, "").strip() or None})
+        for a in prompt.arguments or ()
+    ]
+    return prompt.model_copy(update={"arguments": arguments})
 
 
 def _without_fastmcp_meta(component: _Listed) -> _Listed:

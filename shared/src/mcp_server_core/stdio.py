@@ -4,8 +4,14 @@ The SDK's transport drops a malformed line silently, so a client waits forever. 
 - a line that is not JSON gets -32700 (id null); JSON that is not a JSON-RPC message gets -32600, with the id
   when one can be read; a batch gets -32600 (MCP dropped batches in 2025-06-18);
 - a line over `max_line_bytes` is skipped without being held in memory whole and gets -32600;
+- once `max_pending` requests wait for their answers, no more is read until one is answered: a client that
+  writes without reading stdout finds its writes blocking, instead of the server holding every answer it
+  cannot write until memory runs out;
 - when stdin closes, or `stop` is set (SIGTERM), requests already read are answered (up to `drain_timeout`)
-  before the server exits;
+  before the server exits; but `stop` set after stdin closed ends that drain at once, and the calls in flight
+  are stopped: that is a client's shutdown (the SDKs close stdin, wait 2 s, send SIGTERM, and SIGKILL 2 s
+  later), and the client that left waits for no answer, while a SIGKILL would leave its calls' work running;
+  an open `subscriptions/listen` stream owes no answer and is not waited for;
 - while serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray print() in domain code or a
   child process cannot corrupt the wire.
 """
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import BinaryIO
@@ -30,6 +37,10 @@ __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A request larger than this is refused: 8 MiB is far beyond any honest tool call."""
+
+MAX_PENDING = 256
+"""Requests read and not yet answered before reading pauses: far more than a host waits on at once (the
+helpers run 4 calls per client and queue 32), few enough that their answers fit in a few megabytes."""
 
 
 def _error(request_id: RequestId | None, code: int, message: str) -> SessionMessage:
@@ -66,6 +77,7 @@ async def stdio_transport(
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_timeout: float = 10.0,
     stop: anyio.Event | None = None,
+    max_pending: int = MAX_PENDING,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -85,16 +97,35 @@ async def stdio_transport(
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     answers = write_send.clone()
-    in_flight: set[str] = set()
-    idle = anyio.Event()  # set whenever nothing is in flight; replaced when a request arrives
+    in_flight: Counter[str] = Counter()  # by repr(id): a client may reuse an id, and each use is a request
+    # subscriptions/listen streams among them: they owe no answer (they end when their client leaves), so the
+    # drain does not wait for them; they still count towards max_pending.
+    listening: Counter[str] = Counter()
+    idle = anyio.Event()  # set whenever nothing owed is in flight; replaced when a request arrives
     idle.set()
+    room = anyio.Event()  # set while fewer than max_pending are in flight; reading waits for it
+    room.set()
 
     def settle() -> None:
-        nonlocal idle
-        if in_flight and idle.is_set():
+        nonlocal idle, room
+        pending = in_flight.total()
+        owed = pending - listening.total()
+        if owed and idle.is_set():
             idle = anyio.Event()
-        elif not in_flight:
+        elif not owed:
             idle.set()
+        if pending >= max_pending and room.is_set():
+            room = anyio.Event()
+        elif pending < max_pending:
+            room.set()
+
+    def answered(request_id: str) -> None:
+        for requests in (in_flight, listening):
+            if requests[request_id] > 1:
+                requests[request_id] -= 1
+            else:
+                requests.pop(request_id, None)
+        settle()
 
     async def read_line() -> bytes:
         # abandon_on_cancel: a read blocked on an idle stdin must not hold up shutdown.
@@ -112,8 +143,12 @@ async def stdio_transport(
         with anyio.CancelScope(shield=True):
             await channel.send(message)
 
+    async def next_line() -> bytes:
+        await room.wait()
+        return await read_line()
+
     async def read_lines() -> None:
-        while line := await read_line():
+        while line := await next_line():
             if len(line) > max_line_bytes and not line.endswith(b"\n"):
                 while (rest := await read_line()) and not rest.endswith(b"\n"):
                     pass
@@ -130,20 +165,37 @@ async def stdio_transport(
                 await forward(answers, SessionMessage(refused.error))
                 continue
             if isinstance(message, JSONRPCRequest):
-                in_flight.add(repr(message.id))
+                in_flight[repr(message.id)] += 1
+                if message.method == "subscriptions/listen":
+                    listening[repr(message.id)] += 1
+                settle()
             elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-                # A cancelled request is never answered, so the drain must not wait for it.
-                in_flight.discard(repr((message.params or {}).get("requestId")))
-            settle()
+                # A cancelled request is never answered, so neither the drain nor reading may wait for it.
+                answered(repr((message.params or {}).get("requestId")))
             await forward(read_send, SessionMessage(message))
+
+    async def drained() -> None:
+        await idle.wait()
+        draining.cancel()
+
+    async def client_gone() -> None:
+        assert stop is not None
+        await stop.wait()
+        draining.cancel()
+
+    draining = anyio.CancelScope()
 
     async def reader() -> None:
         async with read_send, answers:
             with reading:
                 await read_lines()
             # stdin closed, or stop was set: let requests already read finish before the read side ends.
-            with anyio.move_on_after(drain_timeout):
-                await idle.wait()
+            stdin_closed = not reading.cancel_called
+            with anyio.move_on_after(drain_timeout), draining:
+                async with anyio.create_task_group() as waits:
+                    waits.start_soon(drained)
+                    if stdin_closed and stop is not None:
+                        waits.start_soon(client_gone)
 
     written = anyio.Event()
 
@@ -152,8 +204,7 @@ async def stdio_transport(
             async for session_message in write_recv:
                 message = session_message.message
                 if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-                    in_flight.discard(repr(message.id))
-                    settle()
+                    answered(repr(message.id))
                 data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
                 await anyio.to_thread.run_sync(_write_all, sink, data)
         written.set()
