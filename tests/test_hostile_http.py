@@ -428,11 +428,38 @@ def test_no_content_type_spelling_takes_a_body_past_the_parse_guard(
         ]
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         answer = _closed_within(sock, 10) or b""
-    # The guard's own refusal: the SDK, had it parsed the body, would have served it or named the batch otherwise.
+    # The guard's own refusal: the SDK, had it parsed the body, would have served it or named the batch itself.
     assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
     refused = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert refused["error"]["code"] == -32600
-    assert ("batches are not part" if shape == "batch" else "over 50,000 JSON objects") in refused["error"]["message"]
+    assert "over 50,000 JSON objects" in refused["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        (b"[", -32700, "Parse error"),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}', -32700, "Parse error"),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600, "batches are not supported"),
+        (b"[]", -32600, "batches are not supported"),
+    ],
+    ids=["bracket", "unclosed-batch", "batch", "empty-batch"],
+)
+def test_a_small_array_body_is_answered_as_on_stdio(template: str, body: bytes, code: int, words: str) -> None:
+    """Refusing every body that starts with `[` before parsing it called broken JSON a batch (-32600 where
+    JSON-RPC says -32700): the container cap bounds the parse, and the parser tells the two apart."""
+    refused = httpx2.post(
+        template,
+        content=body,
+        headers={
+            "Authorization": f"Bearer {TOKEN_A}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == code
+    assert words in refused.json()["error"]["message"]
 
 
 def test_brackets_inside_strings_are_text_not_structure(template: str, template_home: Path) -> None:

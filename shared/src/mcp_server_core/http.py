@@ -132,17 +132,9 @@ def _containers(body: bytes) -> int:
 
 
 def _check_shape(body: bytes) -> None:
-    """Refuse, before building it, a body no single JSON-RPC message could be (parsing is the costly part)."""
-    start = body.lstrip()[:1]
-    if start == b"[":
-        raise MessageRefused(
-            error_message(
-                None,
-                INVALID_REQUEST,
-                "Invalid Request: batches are not part of this protocol version; "
-                "send one JSON-RPC message per request.",
-            )
-        )
+    """Refuse, before building it, a body too costly to parse (parsing is the costly part). A batch is not
+    refused here by its first byte: `[` followed by broken JSON is a parse error (-32700), as on stdio, and
+    `read_message` tells the two apart once the container cap has bounded what parsing it costs."""
     if _containers(body) > MAX_JSON_CONTAINERS:
         raise MessageRefused(
             error_message(
