@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_db.database import Database, PrivilegedRole
+from mcp_server_db.functions import ALLOWED_NAMES
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 MY_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/test"
@@ -49,6 +51,13 @@ PG_CASES = [
     "SELECT \"Lower\"('x')",
     "SELECT \"COUNT\"('x')",
     "SELECT public.\"UPPER\"('x')",
+    # names sqlglot knows a function by, which PostgreSQL has no built-in of: the database's own function runs
+    "SELECT median('x')",
+    "SELECT first('x')",
+    "SELECT log2('x')",
+    "SELECT sha1('x')",
+    # a name that is a built-in, overloaded in public: upper(integer) matches better than pg_catalog.upper(text)
+    "SELECT upper(1)",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -114,6 +123,11 @@ MY_CASES = [
     "SELECT 1 INTO @v",
     "SELECT test.f(1)",
     "SELECT mysql.sys_exec('id')",
+    # names MariaDB has no built-in of (sqlglot knows them, or another engine has them): a stored function runs
+    "SELECT initcap('a')",
+    "SELECT array_sum(1)",
+    "SELECT cbrt(1)",
+    "SELECT string_agg('a', ',')",
     "SELECT 1; SELECT GET_LOCK('bypass_{tag}', 0)",
 ]
 
@@ -135,10 +149,11 @@ def _service(url: str) -> Engine:
     return engine
 
 
-def _case_twin(name: str) -> str:
+def _victim_killer(name: str, argument: str = "text") -> str:
+    """A user-defined function `name(argument)` that signals the victim session: an effect no rollback undoes."""
     body = f"SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'victim-{TAG}'"
     quoted_body = body.replace("'", "''")
-    return f"CREATE FUNCTION \"{name}\"(text) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
+    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
 
 
 class Postgres:
@@ -162,9 +177,10 @@ class Postgres:
                 "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')",
                 f"CREATE SEQUENCE items_seq_{TAG}",
                 f"CREATE DOMAIN evil_{TAG} AS TEXT",
-                # User-defined functions whose names differ from built-ins only by case, which quoting keeps:
-                # calling one signals the victim session, an effect no rollback undoes.
-                *(_case_twin(name) for name in ("UPPER", "Lower", "COUNT")),
+                # User-defined functions whose names differ from built-ins only by case, which quoting keeps,
+                # that are no built-in's, or that overload one.
+                *(_victim_killer(name) for name in ("UPPER", "Lower", "COUNT", "median", "first", "log2", "sha1")),
+                _victim_killer("upper", "integer"),
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -222,6 +238,13 @@ class MariaDB:
         self.victim_engine = create_engine(self.url)
         self.victim = self.victim_engine.connect()
         self.victim_id = self.victim.execute(text("SELECT CONNECTION_ID()")).scalar()
+        # Stored functions named as no built-in of MariaDB is (other engines have them, or sqlglot knows them):
+        # each kills the victim, an effect no rollback undoes.
+        with self.admin.connect() as connection:
+            for call in ["initcap(a TEXT)", "array_sum(a INT)", "cbrt(a INT)", "string_agg(a TEXT, b TEXT)"]:
+                connection.execute(
+                    text(f"CREATE FUNCTION {self.name}.{call} RETURNS INT BEGIN KILL {self.victim_id:d}; RETURN 1; END")
+                )
 
     def state(self) -> dict[str, Any]:
         with self.admin.connect() as c:
@@ -303,6 +326,34 @@ async def test_sqlite_bypasses_are_refused_and_change_nothing(case: str, tmp_pat
     assert not OUT.exists()
 
 
+def test_every_listed_function_is_a_built_in_of_the_engine(pg: Postgres, my: MariaDB) -> None:
+    """A listed name the engine has no built-in of resolves to whatever function of that name the database holds.
+
+    PostgreSQL: a function of pg_catalog, or a keyword the grammar reads itself (coalesce, current_date), which
+    cannot name a user's function. MariaDB: calling the name never says no such function exists (error 1305).
+    """
+    with pg.owner.connect() as c:
+        missing = c.execute(
+            text(
+                "SELECT name FROM unnest(CAST(:names AS text[])) AS name WHERE NOT EXISTS (SELECT FROM pg_proc "
+                "WHERE proname = name AND pronamespace = 'pg_catalog'::regnamespace) AND NOT EXISTS "
+                "(SELECT FROM pg_get_keywords() WHERE word = name AND catcode IN ('C', 'R')) ORDER BY 1"
+            ),
+            {"names": sorted(ALLOWED_NAMES["postgresql"])},
+        ).scalars()
+        assert list(missing) == []
+    unknown = []
+    with my.admin.connect() as c:
+        c.execute(text(f"USE {my.name}"))
+        for name in sorted(ALLOWED_NAMES["mysql"]):
+            try:
+                c.exec_driver_sql(f"SELECT {name}()")
+            except DBAPIError as exc:
+                if exc.orig is not None and exc.orig.args[0] == 1305:  # FUNCTION db.name does not exist
+                    unknown.append(name)
+    assert unknown == []
+
+
 async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(pg: Postgres) -> None:
     settings = DbSettings(url=pg.reader_url, schema_poll_s=0)
     async with Client(build_server(settings)) as client:
@@ -312,6 +363,26 @@ async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(
     assert "pg_advisory_lock()" in text_
     assert "--allow-function pg_advisory_lock" in text_
     assert "never allowed" in never.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_built_in_the_database_overloads_is_refused_naming_where_unless_the_operator_allows_it(
+    pg: Postgres,
+) -> None:
+    """The test database's own upper(integer) makes every upper() call refused; pgcrypto's gen_random_uuid beside
+    the built-in does not (an extension's functions are packaged code the administrator chose)."""
+    sql = {"sql": "SELECT upper(name) AS u, gen_random_uuid() IS NOT NULL AS g FROM items ORDER BY id LIMIT 1"}
+    async with Client(build_server(DbSettings(url=pg.reader_url, schema_poll_s=0))) as client:
+        shadowed = await client.call_tool_mcp("run_query", sql)
+        extension = await client.call_tool_mcp("run_query", {"sql": "SELECT gen_random_uuid() IS NOT NULL AS g"})
+    said = shadowed.content[0].text  # type: ignore[union-attr]
+    assert shadowed.is_error
+    assert "upper() (in schema public)" in said
+    assert "--allow-function upper" in said
+    assert not extension.is_error, extension
+    allowed = DbSettings(url=pg.reader_url, allow_functions=["upper"], schema_poll_s=0)
+    async with Client(build_server(allowed)) as client:
+        ran = await client.call_tool_mcp("run_query", sql)
+    assert ran.structured_content["rows"] == [["A", True]]  # type: ignore[index]
 
 
 async def test_an_allowed_function_runs_but_nothing_it_leaves_reaches_the_next_call(pg: Postgres) -> None:
