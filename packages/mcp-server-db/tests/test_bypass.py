@@ -58,6 +58,13 @@ PG_CASES = [
     "SELECT sha1('x')",
     # a name that is a built-in, overloaded in public: upper(integer) matches better than pg_catalog.upper(text)
     "SELECT upper(1)",
+    # a type sqlglot knows that PostgreSQL has no built-in of, or a quoted spelling of one it has: the database's
+    # own domain, whose CHECK runs a function, is what the cast or literal makes
+    "SELECT 'x'::datetime",
+    "SELECT CAST('x' AS tinyint)",
+    "SELECT datetime 'x'",
+    "SELECT 'x'::\"Text\"",
+    'SELECT * FROM json_to_record(\'{"a": "x"}\') AS t(a datetime)',
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -181,6 +188,7 @@ class Postgres:
                 # that are no built-in's, or that overload one.
                 *(_victim_killer(name) for name in ("UPPER", "Lower", "COUNT", "median", "first", "log2", "sha1")),
                 _victim_killer("upper", "integer"),
+                *(f'CREATE DOMAIN "{name}" AS text CHECK ("Lower"(VALUE))' for name in ("datetime", "tinyint", "Text")),
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",

@@ -603,36 +603,50 @@ class Database:
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
-    def check_calls(self, connection: Connection, names: Iterable[str]) -> None:
-        """Refuse a call whose name the database also defines outside its built-ins (PostgreSQL).
+    def check_calls(self, connection: Connection, names: Iterable[str], types: Iterable[str] = ()) -> None:
+        """Refuse a statement whose functions or types may resolve to the database's own code (PostgreSQL).
 
         PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
         pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
-        pg_catalog late puts a same-typed public.upper first. The guard judges names, so only the database can
-        say whether a name on its list is shadowed. Functions of an installed extension do not count (packaged
-        code the database's administrator chose, like the built-ins; the guard's lists still judge their names),
-        nor do names the operator allowed. MariaDB runs its built-in whatever a stored function is named, and
-        SQLite has no functions the server did not register.
+        pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
+        named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK.
+        The guard judges names, so only the database can say whether one is shadowed. Functions and types of an
+        installed extension do not count (packaged code the database's administrator chose, like the built-ins;
+        the guard's lists still judge function names), nor do names the operator allowed. MariaDB runs its
+        built-in whatever a stored function is named, and SQLite has no functions the server did not register.
         """
         wanted = sorted(set(names) - self.allowed_functions)
-        if self.dialect != "postgresql" or not wanted:
+        if self.dialect != "postgresql" or not (wanted or types):
             return
         shadowed = connection.exec_driver_sql(
-            "SELECT p.proname, min(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE p.proname = ANY(%s) AND n.nspname <> 'pg_catalog' AND NOT EXISTS (SELECT FROM pg_depend d "
             "WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e') "
-            "GROUP BY p.proname ORDER BY 1 LIMIT 1",
-            (wanted,),
+            # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because
+            # the search path finds it before any built-in of that name.
+            "UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = "
+            "t.typnamespace WHERE lower(t.typname) = ANY(%s) AND n.nspname NOT IN ('pg_catalog', "
+            "'information_schema') AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) "
+            "AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid "
+            "AND d.deptype = 'e') ORDER BY 1, 2 LIMIT 1",
+            (wanted, sorted(types)),
             execution_options={"mcp_operation": "describe"},
         ).first()
-        if shadowed is not None:
-            name, schema = shadowed
+        if shadowed is None:
+            return
+        kind, name, schema = shadowed
+        if kind == "type":
             raise Refused(
-                f"Refused: the database defines its own {name}() (in schema {schema}) beside the built-in one, and "
-                "the call could run it: only built-in functions run here.",
-                hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
-                f"it with --allow-function {name} (their choice, not the query's).",
+                f"Refused: the type {name} here is the database's own (in schema {schema}), not a built-in: making "
+                "a value of it runs its input and CHECK code, and only built-in code runs here.",
+                hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
             )
+        raise Refused(
+            f"Refused: the database defines its own {name}() (in schema {schema}) beside the built-in one, and "
+            "the call could run it: only built-in functions run here.",
+            hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
+            f"it with --allow-function {name} (their choice, not the query's).",
+        )
 
     def _cancel(self, raw: Any) -> None:
         """Stop whatever statement `raw` runs now; called from another thread when its call is abandoned."""

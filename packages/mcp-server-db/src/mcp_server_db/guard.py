@@ -62,6 +62,9 @@ class Verdict(NamedTuple):
     explain: bool
     calls: frozenset[str]
     """Every function name the statement calls, as the engine resolves it (for `Database.check_calls`)."""
+    types: frozenset[str] = frozenset()
+    """Every name a type the statement makes a value of (a cast, a typed literal, a column definition) may have
+    been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_calls`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -107,6 +110,7 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
     if not isinstance(tree, exp.Query):
         raise _refuse(f"a {tree.key.upper()} statement is not a read")
     calls = set(_check_named_calls(tokens, dialect, extra))
+    types: set[str] = set()
     for node in tree.walk():
         if isinstance(node, _WRITE_NODES):
             raise _refuse(f"{node.key.upper()} inside the query writes or changes the session")
@@ -119,9 +123,11 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
                 f"a cast to the user-defined type {node.sql(dialect=read)} runs that type's input function",
                 hint="Cast to a built-in type.",
             )
+        if isinstance(node, exp.DataType):
+            types |= _spellings(read, node)
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
-    return Verdict(body.strip().rstrip(";"), explain, frozenset(calls))
+    return Verdict(body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types))
 
 
 def _check_text(sql: str, dialect: str) -> None:
@@ -233,6 +239,24 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
     if name in ALLOWED_NAMES.get(dialect, frozenset()) or name in extra:
         return name
     raise _not_allowed(name)
+
+
+def _spellings(read: str, node: exp.DataType) -> set[str]:
+    """The names a type may have been written as: `'x'::datetime` and `'x'::"Text"` reach sqlglot as its
+    DATETIME and TEXT, which PostgreSQL resolves to whatever type of that name the database holds."""
+    return _type_words(read).get(node.this.name, set()) | {node.this.name.lower()}
+
+
+@functools.cache
+def _type_words(read: str) -> dict[str, set[str]]:
+    """Per sqlglot type, the keywords the dialect's tokenizer reads as it (DATETIME: datetime; INT: int, int4, ...)."""
+    dialect = Dialect.get_or_raise(read)
+    types = dialect.parser_class.TYPE_TOKENS
+    words: dict[str, set[str]] = {}
+    for word, token_type in dialect.tokenizer_class.KEYWORDS.items():
+        if token_type in types:
+            words.setdefault(token_type.name, set()).add(word.lower())
+    return words
 
 
 def _written_name(node: exp.Func, body: str) -> str | None:
