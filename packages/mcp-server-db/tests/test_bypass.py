@@ -1,8 +1,8 @@
 """The read-only promise under attack, on real engines: every case refused, and nothing changed, seen from outside.
 
-PostgreSQL runs twice, as a superuser (with --allow-privileged-role, so only the guard stands) and as a
-least-privilege role (the configuration docs/db-least-privilege.md asks for); the test database has the dblink
-and pgcrypto extensions, so the dangerous functions really exist. MariaDB runs as its root; SQLite on a file.
+PostgreSQL and MariaDB run twice, as a superuser or root (with --allow-privileged-role, so only the guard stands)
+and as a least-privilege role (the configuration docs/db-least-privilege.md asks for); the PostgreSQL test
+database has the dblink and pgcrypto extensions, so the dangerous functions really exist. SQLite runs on a file.
 After each case a second connection checks what an attack would have changed: the rows, advisory and named locks,
 replication slots, statistics reset times, another session still alive, files on the host.
 """
@@ -65,6 +65,9 @@ PG_CASES = [
     "SELECT datetime 'x'",
     "SELECT 'x'::\"Text\"",
     'SELECT * FROM json_to_record(\'{"a": "x"}\') AS t(a datetime)',
+    # an operator is a function: the database's own + for text, and one named by its schema
+    "SELECT name + name FROM items",
+    "SELECT name OPERATOR(public.+) name FROM items",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -189,6 +192,8 @@ class Postgres:
                 *(_victim_killer(name) for name in ("UPPER", "Lower", "COUNT", "median", "first", "log2", "sha1")),
                 _victim_killer("upper", "integer"),
                 *(f'CREATE DOMAIN "{name}" AS text CHECK ("Lower"(VALUE))' for name in ("datetime", "tinyint", "Text")),
+                _victim_killer("plus_text", "text, text"),
+                "CREATE OPERATOR + (LEFTARG = text, RIGHTARG = text, FUNCTION = plus_text)",
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -243,6 +248,12 @@ class MariaDB:
             connection.execute(text(f"CREATE TABLE {self.name}.items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"))
             connection.execute(text(f"INSERT INTO {self.name}.items VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
         self.url = f"mysql+pymysql://root@127.0.0.1:3306/{self.name}"
+        # The least-privilege user docs/db-least-privilege.md asks for.
+        self.reader = f"mcpdb_reader_{TAG}"
+        with self.admin.connect() as connection:
+            connection.execute(text(f"CREATE USER '{self.reader}'@'%'"))
+            connection.execute(text(f"GRANT SELECT, SHOW VIEW ON {self.name}.* TO '{self.reader}'@'%'"))
+        self.reader_url = f"mysql+pymysql://{self.reader}@127.0.0.1:3306/{self.name}"
         self.victim_engine = create_engine(self.url)
         self.victim = self.victim_engine.connect()
         self.victim_id = self.victim.execute(text("SELECT CONNECTION_ID()")).scalar()
@@ -268,6 +279,7 @@ class MariaDB:
         self.victim_engine.dispose()
         with self.admin.connect() as connection:
             connection.execute(text(f"DROP DATABASE {self.name}"))
+            connection.execute(text(f"DROP USER '{self.reader}'@'%'"))
         self.admin.dispose()
 
 
@@ -309,10 +321,14 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
     assert pg.state() == before
 
 
+@pytest.mark.parametrize("role", ["root", "reader"])
 @pytest.mark.parametrize("case", MY_CASES)
-async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, my: MariaDB) -> None:
+async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, role: str, my: MariaDB) -> None:
     before = my.state()
-    settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    if role == "root":
+        settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    else:
+        settings = DbSettings(url=my.reader_url, toolsets="all", schema_poll_s=0)
     async with Client(build_server(settings)) as client:
         await _refused(client, _sql(case))
     assert my.state() == before

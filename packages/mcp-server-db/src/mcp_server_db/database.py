@@ -603,20 +603,25 @@ class Database:
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
-    def check_calls(self, connection: Connection, names: Iterable[str], types: Iterable[str] = ()) -> None:
-        """Refuse a statement whose functions or types may resolve to the database's own code (PostgreSQL).
+    def check_calls(
+        self, connection: Connection, names: Iterable[str], types: Iterable[str] = (), operators: Iterable[str] = ()
+    ) -> None:
+        """Refuse a statement whose functions, types or operators may resolve to the database's own code
+        (PostgreSQL).
 
         PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
         pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
         pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
-        named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK.
+        named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
+        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`).
         The guard judges names, so only the database can say whether one is shadowed. Functions and types of an
         installed extension do not count (packaged code the database's administrator chose, like the built-ins;
         the guard's lists still judge function names), nor do names the operator allowed. MariaDB runs its
         built-in whatever a stored function is named, and SQLite has no functions the server did not register.
         """
         wanted = sorted(set(names) - self.allowed_functions)
-        if self.dialect != "postgresql" or not (wanted or types):
+        types, operators = sorted(types), sorted(operators)
+        if self.dialect != "postgresql" or not (wanted or types or operators):
             return
         shadowed = connection.exec_driver_sql(
             "SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -628,13 +633,25 @@ class Database:
             "t.typnamespace WHERE lower(t.typname) = ANY(%s) AND n.nspname NOT IN ('pg_catalog', "
             "'information_schema') AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) "
             "AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid "
-            "AND d.deptype = 'e') ORDER BY 1, 2 LIMIT 1",
-            (wanted, sorted(types)),
+            "AND d.deptype = 'e') "
+            # An operator counts unless the operator allowed the function behind it.
+            "UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n ON n.oid = "
+            "o.oprnamespace WHERE o.oprname = ANY(%s) AND n.nspname <> 'pg_catalog' AND NOT EXISTS (SELECT FROM "
+            "pg_depend d WHERE d.classid = 'pg_operator'::regclass AND d.objid = o.oid AND d.deptype = 'e') AND "
+            "(SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%s) ORDER BY 1, 2 LIMIT 1",
+            (wanted, types, operators, sorted(self.allowed_functions)),
             execution_options={"mcp_operation": "describe"},
         ).first()
         if shadowed is None:
             return
         kind, name, schema = shadowed
+        if kind == "operator":
+            raise Refused(
+                f"Refused: the operator {name} here can be the database's own (in schema {schema}), which calls a "
+                "function of the database: only built-in code runs here.",
+                hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
+                "function with --allow-function NAME.",
+            )
         if kind == "type":
             raise Refused(
                 f"Refused: the type {name} here is the database's own (in schema {schema}), not a built-in: making "

@@ -54,6 +54,7 @@ _CACHED_SQL_CHARS = 8_000
 _GRAMMAR = frozenset(["cast", "extract", "position", "substring", "trim", "values"])
 """Words sqlglot reads with a parser of their own that every engine reads as grammar, never as a function's name."""
 _NAME = re.compile(r'"[^"]+"|`[^`]+`|[A-Za-z_][A-Za-z0-9_$]*')
+_PG_OPERATOR = re.compile(r"[-+*/<>=~!@#%^&|`?]+")
 
 
 class Verdict(NamedTuple):
@@ -65,6 +66,9 @@ class Verdict(NamedTuple):
     types: frozenset[str] = frozenset()
     """Every name a type the statement makes a value of (a cast, a typed literal, a column definition) may have
     been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_calls`)."""
+    operators: frozenset[str] = frozenset()
+    """PostgreSQL: every operator name the text may hold, read as PostgreSQL reads operators (a run of operator
+    characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_calls`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -125,9 +129,17 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
             )
         if isinstance(node, exp.DataType):
             types |= _spellings(read, node)
+        if isinstance(node, exp.Operator) and "." in str(node.args.get("operator")):
+            operator = str(node.args.get("operator"))
+            if operator.split(".")[0].strip().strip('"') != "pg_catalog":
+                raise _refuse(
+                    f"an operator qualified by a schema (OPERATOR({operator})) can reach a user-defined function",
+                    hint="Use the built-in operators unqualified (or as OPERATOR(pg_catalog.op)).",
+                )
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
-    return Verdict(body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types))
+    operators = _pg_operators(body) if dialect == "postgresql" else frozenset()
+    return Verdict(body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types), operators)
 
 
 def _check_text(sql: str, dialect: str) -> None:
@@ -241,10 +253,21 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
     raise _not_allowed(name)
 
 
+def _pg_operators(body: str) -> frozenset[str]:
+    """Every operator name PostgreSQL could read in the text: each run of operator characters outside quotes,
+    and each part of a run, since its lexer splits some runs (`+-` ends in a sign: two operators)."""
+    found: set[str] = set()
+    for run in _PG_OPERATOR.findall(_outside_quotes(body, backticks=False)):
+        found |= {run[i:j] for i in range(len(run)) for j in range(i + 1, len(run) + 1)}
+    return frozenset(found)
+
+
 def _spellings(read: str, node: exp.DataType) -> set[str]:
     """The names a type may have been written as: `'x'::datetime` and `'x'::"Text"` reach sqlglot as its
     DATETIME and TEXT, which PostgreSQL resolves to whatever type of that name the database holds."""
-    return _type_words(read).get(node.this.name, set()) | {node.this.name.lower()}
+    kind = node.this  # a DataType.Type, or the name itself for object identifiers (REGCLASS)
+    name = kind.name if isinstance(kind, exp.DataType.Type) else str(kind).upper()
+    return _type_words(read).get(name, set()) | {name.lower()}
 
 
 @functools.cache
