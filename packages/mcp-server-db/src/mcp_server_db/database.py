@@ -25,6 +25,8 @@ from mcp_server_core import (
     upstream_span,
 )
 
+from mcp_server_db.rendering import VALUE_CHARS, CutValue
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
     from sqlalchemy.exc import DBAPIError
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEAST_PRIVILEGE_SQL",
     "PROGRESS_AFTER_S",
+    "SQLITE_MOST_BYTES",
     "Database",
     "PrivilegedRole",
     "Progress",
@@ -123,6 +126,9 @@ class PrivilegedRole(Refused):
 
 
 _SQLITE_DENY = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
+SQLITE_MOST_BYTES = 32 * 1024 * 1024
+"""The longest string or blob a read may build or read on SQLite (its default is 1 GB); MariaDB's own bound is
+its max_allowed_packet (16 MiB by default), PostgreSQL's values are cut in the database (`_pg_cut_sql`)."""
 _SQLITE_WRITE_PRAGMAS = {"query_only", "writable_schema", "journal_mode", "schema_version", "user_version"}
 
 
@@ -297,16 +303,21 @@ class Progress:
 class RowStream:
     """A streamed result whose reads are `FETCH` spans: past the first round trip, rows come from the engine
     as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads). A long read
-    reports the rows fetched so far as progress; how many will come is unknown."""
+    reports the rows fetched so far as progress; how many will come is unknown.
 
-    def __init__(self, db: Database, result: Any, progress: Progress) -> None:
+    With `cuts`, the result's last column holds, per column, the marker of a value the database cut (or NULL):
+    the rows come back with those values in place and without that column."""
+
+    def __init__(self, db: Database, result: Any, progress: Progress, *, cuts: bool = False) -> None:
         self._db = db
         self._result = result
         self._progress = progress
+        self._cuts = cuts
         self.fetched = 0
 
     def keys(self) -> Any:
-        return self._result.keys()
+        keys = list(self._result.keys())
+        return keys[:-1] if self._cuts else keys
 
     def fetchmany(self, size: int) -> list[Any]:
         with self._db.span("FETCH"):
@@ -314,10 +325,56 @@ class RowStream:
         if rows:
             self.fetched += len(rows)
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
+        if self._cuts:
+            rows = [_with_cuts(row) for row in rows]
         return rows
 
     def close(self) -> None:
         self._result.close()
+
+
+def _with_cuts(row: Any) -> list[Any]:
+    values = list(row[:-1])
+    for index, marker in enumerate(row[-1] or ()):
+        if marker is not None:
+            values[index] = CutValue(marker)
+    return values
+
+
+# PostgreSQL types whose values are small whatever the query does: sent as they are.
+_PG_FIXED_SIZE = frozenset([16, 18, 20, 21, 23, 26, 700, 701, 790, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950])
+_PG_BYTEA = 17
+
+
+def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int) -> str:
+    """The statement wrapped so that no value over `most_bytes` leaves the database: each such value is sent as
+    NULL, and a last column carries its marker (its first VALUE_CHARS characters and its length; a bytea's size).
+    PostgreSQL sends a value whole, up to 1 GB, and the driver holds it whole, twice over as text: a bound on
+    rows is none on bytes."""
+    selected, markers = [], []
+    for index, (name, type_oid) in enumerate(columns):
+        value = f"q.c{index}"
+        shown = '"' + name.replace('"', '""') + '"'
+        if type_oid in _PG_FIXED_SIZE:
+            selected.append(f"{value} AS {shown}")
+            markers.append("NULL")
+            continue
+        size = f"octet_length({value})" if type_oid == _PG_BYTEA else f"octet_length({value}::text)"
+        selected.append(f"CASE WHEN {size} <= {most_bytes} THEN {value} END AS {shown}")
+        marker = (
+            f"'<' || {size} || ' bytes>'"
+            if type_oid == _PG_BYTEA
+            else f"left({value}::text, {VALUE_CHARS}) || '…[cut: ' || "
+            f"to_char(char_length({value}::text), 'FM999,999,999,990') || ' chars]'"
+        )
+        markers.append(f"CASE WHEN {size} > {most_bytes} THEN {marker} END")
+    aliases = ", ".join(f"c{index}" for index in range(len(columns)))
+    # OFFSET 0 keeps the statement a subquery of its own: pulled up, each q.cN would be its expression again,
+    # computed once per mention. The statement passed the guard; what wraps it is this server's.
+    return (
+        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::text[] AS mcp_cuts "  # noqa: S608
+        f"FROM (SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"
+    )
 
 
 class Database:
@@ -488,6 +545,9 @@ class Database:
         if mode == "ro":
             raw.execute("PRAGMA query_only=ON")
             raw.set_authorizer(_authorizer)
+            # SQLite runs in this process: a value it builds (hex(zeroblob(300000000)), 600 MB) is this server's
+            # memory, twice over once Python holds it. Past this length it fails the statement instead.
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MOST_BYTES)
         else:
             raw.set_authorizer(_writer_authorizer)
         raw.set_progress_handler(raw.past_deadline, 10_000)
@@ -709,14 +769,26 @@ class Database:
 
         return connection.execute(text(sql), params or {})
 
-    def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> RowStream:
+    def stream(
+        self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int, value_bytes: int
+    ) -> RowStream:
         """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
-        SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`), no value
+        over `value_bytes` (PostgreSQL: cut in the database; SQLite: its length limit; MariaDB: its packet size)."""
         from sqlalchemy import text
 
         progress = Progress()  # from before the statement: the first rows can be what takes long
+        cuts = False
+        if self.dialect == "postgresql":
+            # The columns and their types, from a plan: LIMIT 0 runs nothing of the statement.
+            probe = connection.execute(text(f"SELECT * FROM ({sql}\n) AS q LIMIT 0"), params or {})  # noqa: S608
+            described: Any = probe.cursor.description  # psycopg's: a type's OID as its type_code
+            columns = [(str(name), int(type_code)) for name, type_code, *_ in described]
+            probe.close()
+            if columns:
+                sql, cuts = _pg_cut_sql(sql, columns, value_bytes), True
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return RowStream(self, streaming.execute(text(sql), params or {}), progress)
+        return RowStream(self, streaming.execute(text(sql), params or {}), progress, cuts=cuts)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""

@@ -31,6 +31,8 @@ Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
 QUERY_ROWS = 100
 """The most rows one run_query answer holds; past it (or past QUERY_BYTES) it says more follow."""
+VALUE_BYTES = 4 * VALUE_CHARS
+"""The largest value the engine sends whole: a longer one has over VALUE_CHARS characters, and is cut anyway."""
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ def query_toolset(db: Database) -> Toolset:
                     result = db.execute(connection, statement, params)
                 else:
                     # Ten rows at a time: a page rarely needs more than its budget's worth, and a row can be 1 MB.
-                    result = db.stream(connection, statement, params, buffer=FETCH_ROWS)
+                    result = db.stream(connection, statement, params, buffer=FETCH_ROWS, value_bytes=VALUE_BYTES)
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
             columns = list(map(str, result.keys()))
