@@ -68,6 +68,10 @@ PG_CASES = [
     # an operator is a function: the database's own + for text, and one named by its schema
     "SELECT name + name FROM items",
     "SELECT name OPERATOR(public.+) name FROM items",
+    # a relation whose reading runs the database's own code
+    "SELECT * FROM lowered",
+    "SELECT id FROM public.lowered_again",
+    "SELECT * FROM items WHERE id IN (SELECT id FROM guarded)",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -194,6 +198,14 @@ class Postgres:
                 *(f'CREATE DOMAIN "{name}" AS text CHECK ("Lower"(VALUE))' for name in ("datetime", "tinyint", "Text")),
                 _victim_killer("plus_text", "text, text"),
                 "CREATE OPERATOR + (LEFTARG = text, RIGHTARG = text, FUNCTION = plus_text)",
+                # Code a plain SELECT of a relation runs: a view's, a view's view's, a row-level policy's.
+                'CREATE VIEW lowered AS SELECT id, "Lower"(name) AS l FROM items',
+                "CREATE VIEW lowered_again AS SELECT * FROM lowered",
+                "CREATE VIEW plain AS SELECT id, lower(name) AS l FROM items",  # built-in code only: readable
+                "CREATE TABLE guarded (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+                "INSERT INTO guarded VALUES (1, 'a')",
+                "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",
+                'CREATE POLICY seen ON guarded USING ("Lower"(name))',
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -398,11 +410,13 @@ async def test_a_built_in_the_database_overloads_is_refused_naming_where_unless_
     async with Client(build_server(DbSettings(url=pg.reader_url, schema_poll_s=0))) as client:
         shadowed = await client.call_tool_mcp("run_query", sql)
         extension = await client.call_tool_mcp("run_query", {"sql": "SELECT gen_random_uuid() IS NOT NULL AS g"})
+        view = await client.call_tool_mcp("run_query", {"sql": "SELECT l FROM plain ORDER BY id LIMIT 1"})
     said = shadowed.content[0].text  # type: ignore[union-attr]
     assert shadowed.is_error
     assert "upper() (in schema public)" in said
     assert "--allow-function upper" in said
     assert not extension.is_error, extension
+    assert view.structured_content["rows"] == [["a"]]  # type: ignore[index]
     allowed = DbSettings(url=pg.reader_url, allow_functions=["upper"], schema_poll_s=0)
     async with Client(build_server(allowed)) as client:
         ran = await client.call_tool_mcp("run_query", sql)

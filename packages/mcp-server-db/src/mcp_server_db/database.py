@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
     from sqlalchemy.exc import DBAPIError
 
+    from mcp_server_db.guard import Verdict
+
 # SQLAlchemy itself is imported at the first connection (`Database._open_engines`), not with this module.
 
 __all__ = [
@@ -139,6 +141,50 @@ def _file_id(path: Path) -> tuple[int, int] | None:
         return None
     return stat.st_dev, stat.st_ino
 
+
+# What `Database.check_calls` looks for: the first piece of the database's own code (not pg_catalog's, not an
+# extension's) a statement's names can reach, as (kind, name, schema or relation).
+_PG_NOT_EXTENSION = (
+    "NOT EXISTS (SELECT FROM pg_depend e WHERE e.classid = '{catalog}'::regclass AND e.objid = {oid} "
+    "AND e.deptype = 'e')"
+)
+_PG_OWN_CODE = (
+    "WITH RECURSIVE reached(oid) AS ("  # noqa: S608 - fixed text, every name a bound parameter
+    " SELECT to_regclass(name)::oid FROM unnest(%(relations)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL"
+    " UNION SELECT d.refobjid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid JOIN pg_depend d"
+    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass),"
+    " code(catalog, oid, via) AS ("
+    " SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid"
+    " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
+    " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
+    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid)"
+    " SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
+    # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because the
+    # search path finds it before any built-in of that name.
+    + " UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+    " WHERE lower(t.typname) = ANY(%(types)s) AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+    " AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
+    # An operator counts unless the operator allowed the function behind it.
+    + " UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n"
+    " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
+    " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
+    # A relation counts when a view's definition (its views' too) or a row-level policy uses such code.
+    + " UNION ALL SELECT 'relation', coalesce(p.proname || '()', 'operator ' || o.oprname, 'type ' || t.typname),"
+    " code.via::regclass::text FROM code"
+    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
+    " AND p.pronamespace <> 'pg_catalog'::regnamespace AND p.proname <> ALL(%(allowed)s::text[])"
+    " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
+    " AND o.oprnamespace <> 'pg_catalog'::regnamespace"
+    " LEFT JOIN pg_type t ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
+    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
+    " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL AND NOT EXISTS (SELECT FROM pg_depend e"
+    " WHERE e.classid = code.catalog AND e.objid = code.oid AND e.deptype = 'e')"
+    " ORDER BY 1, 2 LIMIT 1"
+)
 
 _COM_RESET_CONNECTION = 0x1F
 _PG_POWERS = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend")
@@ -663,63 +709,57 @@ class Database:
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
-    def check_calls(
-        self, connection: Connection, names: Iterable[str], types: Iterable[str] = (), operators: Iterable[str] = ()
-    ) -> None:
-        """Refuse a statement whose functions, types or operators may resolve to the database's own code
-        (PostgreSQL).
+    def check_calls(self, connection: Connection, verdict: Verdict) -> None:
+        """Refuse a statement that may run the database's own code rather than built-ins (PostgreSQL).
 
         PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
         pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
         pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
         named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
-        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`).
-        The guard judges names, so only the database can say whether one is shadowed. Functions and types of an
+        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); and reading a
+        view runs the functions in its definition, reading a table those of its row-level policies. The guard
+        judges names, so only the database can say what they reach. Functions, types and operators of an
         installed extension do not count (packaged code the database's administrator chose, like the built-ins;
-        the guard's lists still judge function names), nor do names the operator allowed. MariaDB runs its
+        the guard's lists still judge function names), nor do functions the operator allowed. MariaDB runs its
         built-in whatever a stored function is named, and SQLite has no functions the server did not register.
         """
-        wanted = sorted(set(names) - self.allowed_functions)
-        types, operators = sorted(types), sorted(operators)
-        if self.dialect != "postgresql" or not (wanted or types or operators):
+        reached = {
+            "functions": sorted(verdict.calls - self.allowed_functions),
+            "types": sorted(verdict.types),
+            "operators": sorted(verdict.operators),
+            "relations": sorted(verdict.relations),
+        }
+        if self.dialect != "postgresql" or not any(reached.values()):
             return
-        shadowed = connection.exec_driver_sql(
-            "SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE p.proname = ANY(%s) AND n.nspname <> 'pg_catalog' AND NOT EXISTS (SELECT FROM pg_depend d "
-            "WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e') "
-            # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because
-            # the search path finds it before any built-in of that name.
-            "UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = "
-            "t.typnamespace WHERE lower(t.typname) = ANY(%s) AND n.nspname NOT IN ('pg_catalog', "
-            "'information_schema') AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) "
-            "AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid "
-            "AND d.deptype = 'e') "
-            # An operator counts unless the operator allowed the function behind it.
-            "UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n ON n.oid = "
-            "o.oprnamespace WHERE o.oprname = ANY(%s) AND n.nspname <> 'pg_catalog' AND NOT EXISTS (SELECT FROM "
-            "pg_depend d WHERE d.classid = 'pg_operator'::regclass AND d.objid = o.oid AND d.deptype = 'e') AND "
-            "(SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%s) ORDER BY 1, 2 LIMIT 1",
-            (wanted, types, operators, sorted(self.allowed_functions)),
-            execution_options={"mcp_operation": "describe"},
+        reached["allowed"] = sorted(self.allowed_functions)
+        found = connection.exec_driver_sql(
+            _PG_OWN_CODE, reached, execution_options={"mcp_operation": "describe"}
         ).first()
-        if shadowed is None:
+        if found is None:
             return
-        kind, name, schema = shadowed
+        kind, name, where = found
+        if kind == "relation":
+            raise Refused(
+                f"Refused: reading {where} runs the database's own {name} (in a view's definition or a row-level "
+                "policy), and only built-in code runs here.",
+                hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
+                f"with --allow-function {name}.",
+            )
         if kind == "operator":
             raise Refused(
-                f"Refused: the operator {name} here can be the database's own (in schema {schema}), which calls a "
+                f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
                 "function of the database: only built-in code runs here.",
                 hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
                 "function with --allow-function NAME.",
             )
         if kind == "type":
             raise Refused(
-                f"Refused: the type {name} here is the database's own (in schema {schema}), not a built-in: making "
+                f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
                 "a value of it runs its input and CHECK code, and only built-in code runs here.",
                 hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
             )
         raise Refused(
-            f"Refused: the database defines its own {name}() (in schema {schema}) beside the built-in one, and "
+            f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
             "the call could run it: only built-in functions run here.",
             hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
             f"it with --allow-function {name} (their choice, not the query's).",

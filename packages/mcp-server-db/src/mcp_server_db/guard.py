@@ -69,6 +69,9 @@ class Verdict(NamedTuple):
     operators: frozenset[str] = frozenset()
     """PostgreSQL: every operator name the text may hold, read as PostgreSQL reads operators (a run of operator
     characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_calls`)."""
+    relations: frozenset[str] = frozenset()
+    """PostgreSQL: every relation the statement names, as PostgreSQL reads the name (a view runs its definition,
+    a table its row-level policies; for `Database.check_calls`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -115,6 +118,7 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         raise _refuse(f"a {tree.key.upper()} statement is not a read")
     calls = set(_check_named_calls(tokens, dialect, extra))
     types: set[str] = set()
+    relations: set[str] = set()
     for node in tree.walk():
         if isinstance(node, _WRITE_NODES):
             raise _refuse(f"{node.key.upper()} inside the query writes or changes the session")
@@ -129,6 +133,8 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
             )
         if isinstance(node, exp.DataType):
             types |= _spellings(read, node)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and dialect == "postgresql":
+            relations.add(".".join(part.sql(dialect=read) for part in node.parts))
         if isinstance(node, exp.Operator) and "." in str(node.args.get("operator")):
             operator = str(node.args.get("operator"))
             if operator.split(".")[0].strip().strip('"') != "pg_catalog":
@@ -139,7 +145,9 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
     operators = _pg_operators(body) if dialect == "postgresql" else frozenset()
-    return Verdict(body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types), operators)
+    return Verdict(
+        body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types), operators, frozenset(relations)
+    )
 
 
 def _check_text(sql: str, dialect: str) -> None:

@@ -220,14 +220,15 @@ def query_toolset(db: Database) -> Toolset:
         """Use to run one SELECT; params fill its :name placeholders."""
         from mcp_server_db.guard import check_read_only
 
-        statement, explain, calls, types, operators = check_read_only(sql, db.dialect, db.allowed_functions)
+        verdict = check_read_only(sql, db.dialect, db.allowed_functions)
+        statement, explain = verdict.statement, verdict.explain
         if explain:
             statement = _explain_sql(db, statement)
         # Bounded whatever the query returns: rows stream from the engine, at most a page is held, long values
         # are cut, and the page stops at QUERY_ROWS or the byte budget in text and in structured content alike.
         # No cursor: SQL pages itself (LIMIT/OFFSET), which the model writes anyway, and the schema stays small.
         with db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection:
-            db.check_calls(connection, calls, types, operators)
+            db.check_calls(connection, verdict)
             try:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
@@ -275,12 +276,10 @@ def analysis_toolset(db: Database) -> Toolset:
         """Use to see the plan of a SELECT without running it."""
         from mcp_server_db.guard import check_read_only
 
-        statement, _, calls, types, operators = check_read_only(sql, db.dialect, db.allowed_functions)
+        verdict = check_read_only(sql, db.dialect, db.allowed_functions)
         with db.connect() as connection:
-            db.check_calls(
-                connection, calls, types, operators
-            )  # planning folds constant calls and casts: it runs them too
-            result = db.execute(connection, _explain_sql(db, statement), params)
+            db.check_calls(connection, verdict)  # planning folds constant calls and casts: it runs them too
+            result = db.execute(connection, _explain_sql(db, verdict.statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
         return QueryPlan(plan=plan)
 
