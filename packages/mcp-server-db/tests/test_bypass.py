@@ -142,6 +142,9 @@ MY_CASES = [
     "SELECT array_sum(1)",
     "SELECT cbrt(1)",
     "SELECT string_agg('a', ',')",
+    # a view whose definition calls a stored function, directly or through another view
+    "SELECT * FROM killing",
+    "SELECT id FROM killing_again",
     "SELECT 1; SELECT GET_LOCK('bypass_{tag}', 0)",
 ]
 
@@ -276,6 +279,13 @@ class MariaDB:
                 connection.execute(
                     text(f"CREATE FUNCTION {self.name}.{call} RETURNS INT BEGIN KILL {self.victim_id:d}; RETURN 1; END")
                 )
+            # A view runs as its definer (root): its stored function runs for whoever reads it, the reader too.
+            for statement in [
+                f"CREATE VIEW {self.name}.killing AS SELECT id, {self.name}.cbrt(id) AS k FROM {self.name}.items",
+                f"CREATE VIEW {self.name}.killing_again AS SELECT * FROM {self.name}.killing",
+                f"CREATE VIEW {self.name}.plain AS SELECT id, LOWER(name) AS l FROM {self.name}.items",
+            ]:
+                connection.execute(text(statement))
 
     def state(self) -> dict[str, Any]:
         with self.admin.connect() as c:
@@ -388,6 +398,19 @@ def test_every_listed_function_is_a_built_in_of_the_engine(pg: Postgres, my: Mar
                 if exc.orig is not None and exc.orig.args[0] == 1305:  # FUNCTION db.name does not exist
                     unknown.append(name)
     assert unknown == []
+
+
+async def test_a_mariadb_view_of_built_ins_is_read_and_one_calling_a_stored_function_is_refused_naming_it(
+    my: MariaDB,
+) -> None:
+    async with Client(build_server(DbSettings(url=my.reader_url, schema_poll_s=0))) as client:
+        plain = await client.call_tool_mcp("run_query", {"sql": "SELECT l FROM plain ORDER BY id LIMIT 1"})
+        killing = await client.call_tool_mcp("run_query", {"sql": "SELECT id FROM killing_again"})
+    assert plain.structured_content["rows"] == [["a"]]  # type: ignore[index]
+    said = killing.content[0].text  # type: ignore[union-attr]
+    assert killing.is_error
+    assert f"the view {my.name}.killing runs its definition" in said
+    assert "cbrt" in said
 
 
 async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(pg: Postgres) -> None:

@@ -729,6 +729,8 @@ class Database:
             "operators": sorted(verdict.operators),
             "relations": sorted(verdict.relations),
         }
+        if self.dialect in ("mysql", "mariadb"):
+            self._check_views(connection, verdict.relations)
         if self.dialect != "postgresql" or not any(reached.values()):
             return
         reached["allowed"] = sorted(self.allowed_functions)
@@ -764,6 +766,39 @@ class Database:
             hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
             f"it with --allow-function {name} (their choice, not the query's).",
         )
+
+    def _check_views(self, connection: Connection, relations: Iterable[str], depth: int = 0) -> None:
+        """MariaDB: a view runs as its definer, stored functions and all, for whoever reads it; its definition is
+        judged as a statement is, and so are the views it reads in turn."""
+        from mcp_server_db.guard import check_read_only
+
+        named = [relation.rpartition(".") for relation in relations]
+        if not named:
+            return
+        views = connection.exec_driver_sql(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DATABASE() FROM information_schema.VIEWS "
+            "WHERE TABLE_NAME IN %s",
+            ([name for _, _, name in named],),
+            execution_options={"mcp_operation": "describe"},
+        ).all()
+        for schema, name, definition, current in views:
+            if not any(name == wanted and (given or current) == schema for given, _, wanted in named):
+                continue
+            if depth > 8 or not definition:
+                raise Refused(
+                    f"Refused: the view {schema}.{name} cannot be checked (its definition is not visible to this role, "
+                    "or views nest too deep); a view runs what its definition calls.",
+                    hint="Query the tables under it, or grant the role SHOW VIEW.",
+                )
+            try:
+                verdict = check_read_only(definition, self.dialect, self.allowed_functions)
+            except Refused as exc:
+                raise Refused(
+                    f"Refused: reading the view {schema}.{name} runs its definition, as its definer, and that is not "
+                    f"allowed here: {exc.args[0] if exc.args else exc}",
+                    hint="Query the tables under it.",
+                ) from None
+            self._check_views(connection, verdict.relations, depth + 1)
 
     def _cancel(self, raw: Any) -> None:
         """Stop whatever statement `raw` runs now; called from another thread when its call is abandoned."""

@@ -70,8 +70,8 @@ class Verdict(NamedTuple):
     """PostgreSQL: every operator name the text may hold, read as PostgreSQL reads operators (a run of operator
     characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_calls`)."""
     relations: frozenset[str] = frozenset()
-    """PostgreSQL: every relation the statement names, as PostgreSQL reads the name (a view runs its definition,
-    a table its row-level policies; for `Database.check_calls`)."""
+    """Every relation the statement names (PostgreSQL: as written; MariaDB: schema.name), since a view runs its
+    definition and, on PostgreSQL, a table its row-level policies (for `Database.check_calls`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -133,8 +133,8 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
             )
         if isinstance(node, exp.DataType):
             types |= _spellings(read, node)
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and dialect == "postgresql":
-            relations.add(".".join(part.sql(dialect=read) for part in node.parts))
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and (name := _relation(node, dialect)):
+            relations.add(name)
         if isinstance(node, exp.Operator) and "." in str(node.args.get("operator")):
             operator = str(node.args.get("operator"))
             if operator.split(".")[0].strip().strip('"') != "pg_catalog":
@@ -259,6 +259,16 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
     if name in ALLOWED_NAMES.get(dialect, frozenset()) or name in extra:
         return name
     raise _not_allowed(name)
+
+
+def _relation(table: exp.Table, dialect: str) -> str | None:
+    """A relation's name for `Database.check_calls`: PostgreSQL's to_regclass reads it as written, MariaDB's
+    catalog holds the names themselves; None where nothing can run (SQLite's views call built-ins only; DUAL)."""
+    if dialect == "sqlite" or (dialect != "postgresql" and not table.db and table.name.lower() == "dual"):
+        return None
+    if dialect == "postgresql":
+        return ".".join(part.sql(dialect="postgres") for part in table.parts)
+    return ".".join(part.name for part in table.parts)
 
 
 def _pg_operators(body: str) -> frozenset[str]:
