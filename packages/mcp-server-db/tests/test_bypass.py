@@ -72,6 +72,9 @@ PG_CASES = [
     "SELECT * FROM lowered",
     "SELECT id FROM public.lowered_again",
     "SELECT * FROM items WHERE id IN (SELECT id FROM guarded)",
+    # a foreign table: its wrapper reads files, runs programs or reaches other servers
+    "SELECT * FROM host_program",
+    "SELECT * FROM host_view",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -205,6 +208,11 @@ class Postgres:
                 'CREATE VIEW lowered AS SELECT id, "Lower"(name) AS l FROM items',
                 "CREATE VIEW lowered_again AS SELECT * FROM lowered",
                 "CREATE VIEW plain AS SELECT id, lower(name) AS l FROM items",  # built-in code only: readable
+                # A foreign table whose every read runs a program on the host (file_fdw), and a view of it.
+                "CREATE EXTENSION IF NOT EXISTS file_fdw",
+                "CREATE SERVER host_files FOREIGN DATA WRAPPER file_fdw",
+                f"CREATE FOREIGN TABLE host_program (line text) SERVER host_files OPTIONS (program 'touch {OUT}')",
+                "CREATE VIEW host_view AS SELECT * FROM host_program",
                 "CREATE TABLE guarded (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
                 "INSERT INTO guarded VALUES (1, 'a')",
                 "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",

@@ -183,6 +183,9 @@ _PG_OWN_CODE = (
     " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
     " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL AND NOT EXISTS (SELECT FROM pg_depend e"
     " WHERE e.classid = code.catalog AND e.objid = code.oid AND e.deptype = 'e')"
+    # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
+    " UNION ALL SELECT 'relation', 'foreign table ' || c.oid::regclass::text, c.oid::regclass::text"
+    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f'"
     " ORDER BY 1, 2 LIMIT 1"
 )
 
@@ -717,7 +720,8 @@ class Database:
         pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
         named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
         an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); and reading a
-        view runs the functions in its definition, reading a table those of its row-level policies. The guard
+        view runs the functions in its definition, reading a table those of its row-level policies, reading a
+        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server). The guard
         judges names, so only the database can say what they reach. Functions, types and operators of an
         installed extension do not count (packaged code the database's administrator chose, like the built-ins;
         the guard's lists still judge function names), nor do functions the operator allowed. MariaDB runs its
@@ -742,8 +746,8 @@ class Database:
         kind, name, where = found
         if kind == "relation":
             raise Refused(
-                f"Refused: reading {where} runs the database's own {name} (in a view's definition or a row-level "
-                "policy), and only built-in code runs here.",
+                f"Refused: reading {where} runs {name}, not built-in code inside this database (through a view's "
+                "definition, a row-level policy or a foreign table's wrapper), and only that runs here.",
                 hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
                 f"with --allow-function {name}.",
             )
