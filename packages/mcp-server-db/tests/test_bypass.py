@@ -408,6 +408,38 @@ def test_every_listed_function_is_a_built_in_of_the_engine(pg: Postgres, my: Mar
     assert unknown == []
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("describe_tables", {"tables": ["lowered_again"], "sample_rows": 1}),
+        ("describe_tables", {"tables": ["host_program"], "sample_rows": 1}),
+        ("distinct_values", {"table": "lowered", "column": "l"}),
+        ("distinct_values", {"table": "guarded", "column": "name"}),
+    ],
+)
+async def test_sampling_a_relation_that_runs_the_databases_own_code_is_refused_and_changes_nothing(
+    tool: str, arguments: dict[str, Any], pg: Postgres, pg_client: Client[Any]
+) -> None:
+    """describe_tables' sample rows and distinct_values read relations with SQL of their own, not the model's:
+    the same check stands before them."""
+    before = pg.state()
+    result = await pg_client.call_tool_mcp(tool, arguments)
+    assert result.is_error, f"{tool} ran: {result.content}"
+    assert pg.state() == before
+
+
+async def test_sampling_a_mariadb_view_that_calls_a_stored_function_is_refused(my: MariaDB) -> None:
+    # As root: the least-privilege user cannot even describe such a view (no EXECUTE on the function).
+    before = my.state()
+    settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        sampled = await client.call_tool_mcp("describe_tables", {"tables": ["killing"], "sample_rows": 1})
+        counted = await client.call_tool_mcp("distinct_values", {"table": "killing_again", "column": "k"})
+    assert sampled.is_error
+    assert counted.is_error
+    assert my.state() == before
+
+
 async def test_a_mariadb_view_of_built_ins_is_read_and_one_calling_a_stored_function_is_refused_naming_it(
     my: MariaDB,
 ) -> None:

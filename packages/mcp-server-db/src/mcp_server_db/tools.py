@@ -297,7 +297,7 @@ def analysis_toolset(db: Database) -> Toolset:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
             require(column, [c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema)], noun="column")
-            values, distinct, nulls = catalog_distinct_values(connection, rel, column, limit)
+            values, distinct, nulls = catalog_distinct_values(db, connection, rel, column, limit)
         return ValueCounts(values=values, distinct=distinct, nulls=nulls)
 
     return toolset
