@@ -453,6 +453,28 @@ async def test_a_mariadb_view_of_built_ins_is_read_and_one_calling_a_stored_func
     assert "cbrt" in said
 
 
+@pytest.mark.parametrize("role", ["root", "reader"])
+async def test_a_placeholder_inside_a_quoted_string_stays_text_on_mariadb(role: str, my: MariaDB) -> None:
+    """SQLAlchemy's text() took `:p` inside quotes for a placeholder, and PyMySQL writes a value into the SQL
+    itself, quoted: `SELECT ':p'` became `SELECT '', <the value as SQL>, ''`, a statement the guard never saw."""
+    before = my.state()
+    url = my.url if role == "root" else my.reader_url
+    settings = DbSettings(url=url, allow_privileged_role=True, schema_poll_s=0)
+    injected = ", initcap(1) AS k, LOAD_FILE(0x2f6574632f706173737764) AS f, "
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT ':p' AS x", "params": {"p": injected}})
+    assert my.state() == before
+    assert result.structured_content == {"columns": ["x"], "rows": [[":p"]], "truncated": False, "more_rows": False}
+
+
+async def test_colons_inside_quotes_are_text_on_postgres(pg: Postgres) -> None:
+    async with Client(build_server(DbSettings(url=pg.reader_url, schema_poll_s=0))) as client:
+        result = await client.call_tool_mcp(
+            "run_query", {"sql": "SELECT '10:30'::time AS t, ':p' AS p, \"a:b\" FROM (SELECT 1 AS \"a:b\") s"}
+        )
+    assert result.structured_content["rows"] == [["10:30:00", ":p", 1]]  # type: ignore[index]
+
+
 async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(pg: Postgres) -> None:
     settings = DbSettings(url=pg.reader_url, schema_poll_s=0)
     async with Client(build_server(settings)) as client:

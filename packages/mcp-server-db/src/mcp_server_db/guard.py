@@ -59,7 +59,8 @@ _PG_OPERATOR = re.compile(r"[-+*/<>=~!@#%^&|`?]+")
 
 class Verdict(NamedTuple):
     statement: str
-    """What to run: the text as sent (not sqlglot's rendering of it), without a leading EXPLAIN."""
+    """What to run, through SQLAlchemy's text(): the text as sent (not sqlglot's rendering of it), without a
+    leading EXPLAIN, its colons inside quotes escaped (`\\:`) so that text() leaves them as they are."""
     explain: bool
     calls: frozenset[str]
     """Every function name the statement calls, as the engine resolves it (for `Database.check_calls`)."""
@@ -145,9 +146,8 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
     operators = _pg_operators(body) if dialect == "postgresql" else frozenset()
-    return Verdict(
-        body.strip().rstrip(";"), explain, frozenset(calls), frozenset(types), operators, frozenset(relations)
-    )
+    statement = _colons_kept(body.strip().rstrip(";"), backticks=dialect != "postgresql")
+    return Verdict(statement, explain, frozenset(calls), frozenset(types), operators, frozenset(relations))
 
 
 def _check_text(sql: str, dialect: str) -> None:
@@ -171,6 +171,16 @@ def _check_text(sql: str, dialect: str) -> None:
             raise _refuse("dollar quoting and $n parameters are not read here", hint="Use '...' and :name params.")
         if re.search(r"(?<![\w$])(?:[uU]&['\"]|[eE]')", code):
             raise _refuse("U&'...', U&\"...\" and E'...' escapes are not read here", hint="Use plain quotes.")
+
+
+def _colons_kept(sql: str, *, backticks: bool) -> str:
+    """The text with each colon inside quotes escaped for SQLAlchemy's text(), which reads `:name` as a placeholder
+    wherever it stands: `SELECT ':p'` with params {"p": ...} had PyMySQL write the value, quoted, into the literal,
+    ending it (`SELECT '', <the value as SQL>, ''`); the engine then ran SQL the guard never judged. text() turns
+    the escape back into the colon, so the engine runs the text that was judged. (The text holds no backslash of
+    its own: _check_text refuses them.)"""
+    mask = _outside_quotes(sql, backticks=backticks)
+    return "".join("\\:" if char == ":" and mask[index] == " " else char for index, char in enumerate(sql))
 
 
 def _outside_quotes(sql: str, *, backticks: bool) -> str:
