@@ -146,6 +146,43 @@ def test_a_query_abandoned_by_its_client_is_cancelled_in_postgres() -> None:
         admin.dispose()
 
 
+WIDE = {
+    "postgresql": "SELECT repeat('x', 300000000) AS wide, 1 AS n, ARRAY[1, 2] AS small",
+    "sqlite": "SELECT hex(zeroblob(150000000)) AS wide, 1 AS n",
+}
+"""One 300 MB value: before the bound, it grew the server by 858 MiB on PostgreSQL and 2 GiB on SQLite."""
+
+
+def _peak_mib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) // 1024
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "sqlite"])
+def test_a_value_of_hundreds_of_megabytes_never_reaches_the_servers_memory(dialect: str, sqlite_url: str) -> None:
+    """A page bounds rows, not bytes: PostgreSQL sends a value whole (up to 1 GB), and SQLite builds it in the
+    server's own process. PostgreSQL cuts it in the database; SQLite refuses to build it."""
+    argv = python_module("mcp_server_db", _url(dialect, sqlite_url), "--allow-privileged-role", "--schema-poll-s", "0")
+    with StdioWire(argv) as wire:
+        wire.initialize()
+        wire.request("tools/call", {"name": "run_query", "arguments": {"sql": "SELECT 1 AS warm"}})
+        before = _peak_mib(wire.proc.pid)
+        answer = wire.request("tools/call", {"name": "run_query", "arguments": {"sql": WIDE[dialect]}}, timeout=60)
+        grown = _peak_mib(wire.proc.pid) - before
+    assert grown < 100, f"the server's peak memory grew by {grown} MiB"
+    result = answer["result"]
+    if dialect == "sqlite":
+        assert result["isError"] is True
+        assert "string or blob too big" in result["content"][0]["text"]
+        return
+    structured = result["structuredContent"]
+    assert structured["columns"] == ["wide", "n", "small"]
+    (row,) = structured["rows"]
+    assert row[0] == "x" * 1_000 + "…[cut: 300,000,000 chars]"
+    assert row[1:] == [1, "[1, 2]"], "values under the bound come as they would without it"
+    assert structured["truncated"] is True
+
+
 def test_a_ping_is_answered_while_a_huge_result_is_read(sqlite_url: str) -> None:
     big = SHAPES["sqlite"]["1,000 rows of 1 MB"]
     with StdioWire(python_module("mcp_server_db", sqlite_url, "--schema-poll-s", "0")) as wire:

@@ -1,8 +1,8 @@
 """The read-only promise under attack, on real engines: every case refused, and nothing changed, seen from outside.
 
-PostgreSQL runs twice, as a superuser (with --allow-privileged-role, so only the guard stands) and as a
-least-privilege role (the configuration docs/db-least-privilege.md asks for); the test database has the dblink
-and pgcrypto extensions, so the dangerous functions really exist. MariaDB runs as its root; SQLite on a file.
+PostgreSQL and MariaDB run twice, as a superuser or root (with --allow-privileged-role, so only the guard stands)
+and as a least-privilege role (the configuration docs/db-least-privilege.md asks for); the PostgreSQL test
+database has the dblink and pgcrypto extensions, so the dangerous functions really exist. SQLite runs on a file.
 After each case a second connection checks what an attack would have changed: the rows, advisory and named locks,
 replication slots, statistics reset times, another session still alive, files on the host.
 """
@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_db.database import Database, PrivilegedRole
+from mcp_server_db.functions import ALLOWED_NAMES
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 MY_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/test"
@@ -49,6 +51,30 @@ PG_CASES = [
     "SELECT \"Lower\"('x')",
     "SELECT \"COUNT\"('x')",
     "SELECT public.\"UPPER\"('x')",
+    # names sqlglot knows a function by, which PostgreSQL has no built-in of: the database's own function runs
+    "SELECT median('x')",
+    "SELECT first('x')",
+    "SELECT log2('x')",
+    "SELECT sha1('x')",
+    # a name that is a built-in, overloaded in public: upper(integer) matches better than pg_catalog.upper(text)
+    "SELECT upper(1)",
+    # a type sqlglot knows that PostgreSQL has no built-in of, or a quoted spelling of one it has: the database's
+    # own domain, whose CHECK runs a function, is what the cast or literal makes
+    "SELECT 'x'::datetime",
+    "SELECT CAST('x' AS tinyint)",
+    "SELECT datetime 'x'",
+    "SELECT 'x'::\"Text\"",
+    'SELECT * FROM json_to_record(\'{"a": "x"}\') AS t(a datetime)',
+    # an operator is a function: the database's own + for text, and one named by its schema
+    "SELECT name + name FROM items",
+    "SELECT name OPERATOR(public.+) name FROM items",
+    # a relation whose reading runs the database's own code
+    "SELECT * FROM lowered",
+    "SELECT id FROM public.lowered_again",
+    "SELECT * FROM items WHERE id IN (SELECT id FROM guarded)",
+    # a foreign table: its wrapper reads files, runs programs or reaches other servers
+    "SELECT * FROM host_program",
+    "SELECT * FROM host_view",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -114,6 +140,14 @@ MY_CASES = [
     "SELECT 1 INTO @v",
     "SELECT test.f(1)",
     "SELECT mysql.sys_exec('id')",
+    # names MariaDB has no built-in of (sqlglot knows them, or another engine has them): a stored function runs
+    "SELECT initcap('a')",
+    "SELECT array_sum(1)",
+    "SELECT cbrt(1)",
+    "SELECT string_agg('a', ',')",
+    # a view whose definition calls a stored function, directly or through another view
+    "SELECT * FROM killing",
+    "SELECT id FROM killing_again",
     "SELECT 1; SELECT GET_LOCK('bypass_{tag}', 0)",
 ]
 
@@ -135,10 +169,11 @@ def _service(url: str) -> Engine:
     return engine
 
 
-def _case_twin(name: str) -> str:
+def _victim_killer(name: str, argument: str = "text") -> str:
+    """A user-defined function `name(argument)` that signals the victim session: an effect no rollback undoes."""
     body = f"SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'victim-{TAG}'"
     quoted_body = body.replace("'", "''")
-    return f"CREATE FUNCTION \"{name}\"(text) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
+    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
 
 
 class Postgres:
@@ -162,9 +197,26 @@ class Postgres:
                 "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')",
                 f"CREATE SEQUENCE items_seq_{TAG}",
                 f"CREATE DOMAIN evil_{TAG} AS TEXT",
-                # User-defined functions whose names differ from built-ins only by case, which quoting keeps:
-                # calling one signals the victim session, an effect no rollback undoes.
-                *(_case_twin(name) for name in ("UPPER", "Lower", "COUNT")),
+                # User-defined functions whose names differ from built-ins only by case, which quoting keeps,
+                # that are no built-in's, or that overload one.
+                *(_victim_killer(name) for name in ("UPPER", "Lower", "COUNT", "median", "first", "log2", "sha1")),
+                _victim_killer("upper", "integer"),
+                *(f'CREATE DOMAIN "{name}" AS text CHECK ("Lower"(VALUE))' for name in ("datetime", "tinyint", "Text")),
+                _victim_killer("plus_text", "text, text"),
+                "CREATE OPERATOR + (LEFTARG = text, RIGHTARG = text, FUNCTION = plus_text)",
+                # Code a plain SELECT of a relation runs: a view's, a view's view's, a row-level policy's.
+                'CREATE VIEW lowered AS SELECT id, "Lower"(name) AS l FROM items',
+                "CREATE VIEW lowered_again AS SELECT * FROM lowered",
+                "CREATE VIEW plain AS SELECT id, lower(name) AS l FROM items",  # built-in code only: readable
+                # A foreign table whose every read runs a program on the host (file_fdw), and a view of it.
+                "CREATE EXTENSION IF NOT EXISTS file_fdw",
+                "CREATE SERVER host_files FOREIGN DATA WRAPPER file_fdw",
+                f"CREATE FOREIGN TABLE host_program (line text) SERVER host_files OPTIONS (program 'touch {OUT}')",
+                "CREATE VIEW host_view AS SELECT * FROM host_program",
+                "CREATE TABLE guarded (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+                "INSERT INTO guarded VALUES (1, 'a')",
+                "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",
+                'CREATE POLICY seen ON guarded USING ("Lower"(name))',
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -219,9 +271,29 @@ class MariaDB:
             connection.execute(text(f"CREATE TABLE {self.name}.items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"))
             connection.execute(text(f"INSERT INTO {self.name}.items VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
         self.url = f"mysql+pymysql://root@127.0.0.1:3306/{self.name}"
+        # The least-privilege user docs/db-least-privilege.md asks for.
+        self.reader = f"mcpdb_reader_{TAG}"
+        with self.admin.connect() as connection:
+            connection.execute(text(f"CREATE USER '{self.reader}'@'%'"))
+            connection.execute(text(f"GRANT SELECT, SHOW VIEW ON {self.name}.* TO '{self.reader}'@'%'"))
+        self.reader_url = f"mysql+pymysql://{self.reader}@127.0.0.1:3306/{self.name}"
         self.victim_engine = create_engine(self.url)
         self.victim = self.victim_engine.connect()
         self.victim_id = self.victim.execute(text("SELECT CONNECTION_ID()")).scalar()
+        # Stored functions named as no built-in of MariaDB is (other engines have them, or sqlglot knows them):
+        # each kills the victim, an effect no rollback undoes.
+        with self.admin.connect() as connection:
+            for call in ["initcap(a TEXT)", "array_sum(a INT)", "cbrt(a INT)", "string_agg(a TEXT, b TEXT)"]:
+                connection.execute(
+                    text(f"CREATE FUNCTION {self.name}.{call} RETURNS INT BEGIN KILL {self.victim_id:d}; RETURN 1; END")
+                )
+            # A view runs as its definer (root): its stored function runs for whoever reads it, the reader too.
+            for statement in [
+                f"CREATE VIEW {self.name}.killing AS SELECT id, {self.name}.cbrt(id) AS k FROM {self.name}.items",
+                f"CREATE VIEW {self.name}.killing_again AS SELECT * FROM {self.name}.killing",
+                f"CREATE VIEW {self.name}.plain AS SELECT id, LOWER(name) AS l FROM {self.name}.items",
+            ]:
+                connection.execute(text(statement))
 
     def state(self) -> dict[str, Any]:
         with self.admin.connect() as c:
@@ -237,6 +309,7 @@ class MariaDB:
         self.victim_engine.dispose()
         with self.admin.connect() as connection:
             connection.execute(text(f"DROP DATABASE {self.name}"))
+            connection.execute(text(f"DROP USER '{self.reader}'@'%'"))
         self.admin.dispose()
 
 
@@ -278,10 +351,14 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
     assert pg.state() == before
 
 
+@pytest.mark.parametrize("role", ["root", "reader"])
 @pytest.mark.parametrize("case", MY_CASES)
-async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, my: MariaDB) -> None:
+async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, role: str, my: MariaDB) -> None:
     before = my.state()
-    settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    if role == "root":
+        settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    else:
+        settings = DbSettings(url=my.reader_url, toolsets="all", schema_poll_s=0)
     async with Client(build_server(settings)) as client:
         await _refused(client, _sql(case))
     assert my.state() == before
@@ -303,6 +380,101 @@ async def test_sqlite_bypasses_are_refused_and_change_nothing(case: str, tmp_pat
     assert not OUT.exists()
 
 
+def test_every_listed_function_is_a_built_in_of_the_engine(pg: Postgres, my: MariaDB) -> None:
+    """A listed name the engine has no built-in of resolves to whatever function of that name the database holds.
+
+    PostgreSQL: a function of pg_catalog, or a keyword the grammar reads itself (coalesce, current_date), which
+    cannot name a user's function. MariaDB: calling the name never says no such function exists (error 1305).
+    """
+    with pg.owner.connect() as c:
+        missing = c.execute(
+            text(
+                "SELECT name FROM unnest(CAST(:names AS text[])) AS name WHERE NOT EXISTS (SELECT FROM pg_proc "
+                "WHERE proname = name AND pronamespace = 'pg_catalog'::regnamespace) AND NOT EXISTS "
+                "(SELECT FROM pg_get_keywords() WHERE word = name AND catcode IN ('C', 'R')) ORDER BY 1"
+            ),
+            {"names": sorted(ALLOWED_NAMES["postgresql"])},
+        ).scalars()
+        assert list(missing) == []
+    unknown = []
+    with my.admin.connect() as c:
+        c.execute(text(f"USE {my.name}"))
+        for name in sorted(ALLOWED_NAMES["mysql"]):
+            try:
+                c.exec_driver_sql(f"SELECT {name}()")
+            except DBAPIError as exc:
+                if exc.orig is not None and exc.orig.args[0] == 1305:  # FUNCTION db.name does not exist
+                    unknown.append(name)
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("describe_tables", {"tables": ["lowered_again"], "sample_rows": 1}),
+        ("describe_tables", {"tables": ["host_program"], "sample_rows": 1}),
+        ("distinct_values", {"table": "lowered", "column": "l"}),
+        ("distinct_values", {"table": "guarded", "column": "name"}),
+    ],
+)
+async def test_sampling_a_relation_that_runs_the_databases_own_code_is_refused_and_changes_nothing(
+    tool: str, arguments: dict[str, Any], pg: Postgres, pg_client: Client[Any]
+) -> None:
+    """describe_tables' sample rows and distinct_values read relations with SQL of their own, not the model's:
+    the same check stands before them."""
+    before = pg.state()
+    result = await pg_client.call_tool_mcp(tool, arguments)
+    assert result.is_error, f"{tool} ran: {result.content}"
+    assert pg.state() == before
+
+
+async def test_sampling_a_mariadb_view_that_calls_a_stored_function_is_refused(my: MariaDB) -> None:
+    # As root: the least-privilege user cannot even describe such a view (no EXECUTE on the function).
+    before = my.state()
+    settings = DbSettings(url=my.url, allow_privileged_role=True, toolsets="all", schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        sampled = await client.call_tool_mcp("describe_tables", {"tables": ["killing"], "sample_rows": 1})
+        counted = await client.call_tool_mcp("distinct_values", {"table": "killing_again", "column": "k"})
+    assert sampled.is_error
+    assert counted.is_error
+    assert my.state() == before
+
+
+async def test_a_mariadb_view_of_built_ins_is_read_and_one_calling_a_stored_function_is_refused_naming_it(
+    my: MariaDB,
+) -> None:
+    async with Client(build_server(DbSettings(url=my.reader_url, schema_poll_s=0))) as client:
+        plain = await client.call_tool_mcp("run_query", {"sql": "SELECT l FROM plain ORDER BY id LIMIT 1"})
+        killing = await client.call_tool_mcp("run_query", {"sql": "SELECT id FROM killing_again"})
+    assert plain.structured_content["rows"] == [["a"]]  # type: ignore[index]
+    said = killing.content[0].text  # type: ignore[union-attr]
+    assert killing.is_error
+    assert f"the view {my.name}.killing runs its definition" in said
+    assert "cbrt" in said
+
+
+@pytest.mark.parametrize("role", ["root", "reader"])
+async def test_a_placeholder_inside_a_quoted_string_stays_text_on_mariadb(role: str, my: MariaDB) -> None:
+    """SQLAlchemy's text() took `:p` inside quotes for a placeholder, and PyMySQL writes a value into the SQL
+    itself, quoted: `SELECT ':p'` became `SELECT '', <the value as SQL>, ''`, a statement the guard never saw."""
+    before = my.state()
+    url = my.url if role == "root" else my.reader_url
+    settings = DbSettings(url=url, allow_privileged_role=True, schema_poll_s=0)
+    injected = ", initcap(1) AS k, LOAD_FILE(0x2f6574632f706173737764) AS f, "
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT ':p' AS x", "params": {"p": injected}})
+    assert my.state() == before
+    assert result.structured_content == {"columns": ["x"], "rows": [[":p"]], "truncated": False, "more_rows": False}
+
+
+async def test_colons_inside_quotes_are_text_on_postgres(pg: Postgres) -> None:
+    async with Client(build_server(DbSettings(url=pg.reader_url, schema_poll_s=0))) as client:
+        result = await client.call_tool_mcp(
+            "run_query", {"sql": "SELECT '10:30'::time AS t, ':p' AS p, \"a:b\" FROM (SELECT 1 AS \"a:b\") s"}
+        )
+    assert result.structured_content["rows"] == [["10:30:00", ":p", 1]]  # type: ignore[index]
+
+
 async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(pg: Postgres) -> None:
     settings = DbSettings(url=pg.reader_url, schema_poll_s=0)
     async with Client(build_server(settings)) as client:
@@ -312,6 +484,28 @@ async def test_the_refusal_names_the_function_and_the_operators_way_to_allow_it(
     assert "pg_advisory_lock()" in text_
     assert "--allow-function pg_advisory_lock" in text_
     assert "never allowed" in never.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_built_in_the_database_overloads_is_refused_naming_where_unless_the_operator_allows_it(
+    pg: Postgres,
+) -> None:
+    """The test database's own upper(integer) makes every upper() call refused; pgcrypto's gen_random_uuid beside
+    the built-in does not (an extension's functions are packaged code the administrator chose)."""
+    sql = {"sql": "SELECT upper(name) AS u, gen_random_uuid() IS NOT NULL AS g FROM items ORDER BY id LIMIT 1"}
+    async with Client(build_server(DbSettings(url=pg.reader_url, schema_poll_s=0))) as client:
+        shadowed = await client.call_tool_mcp("run_query", sql)
+        extension = await client.call_tool_mcp("run_query", {"sql": "SELECT gen_random_uuid() IS NOT NULL AS g"})
+        view = await client.call_tool_mcp("run_query", {"sql": "SELECT l FROM plain ORDER BY id LIMIT 1"})
+    said = shadowed.content[0].text  # type: ignore[union-attr]
+    assert shadowed.is_error
+    assert "upper() (in schema public)" in said
+    assert "--allow-function upper" in said
+    assert not extension.is_error, extension
+    assert view.structured_content["rows"] == [["a"]]  # type: ignore[index]
+    allowed = DbSettings(url=pg.reader_url, allow_functions=["upper"], schema_poll_s=0)
+    async with Client(build_server(allowed)) as client:
+        ran = await client.call_tool_mcp("run_query", sql)
+    assert ran.structured_content["rows"] == [["A", True]]  # type: ignore[index]
 
 
 async def test_an_allowed_function_runs_but_nothing_it_leaves_reaches_the_next_call(pg: Postgres) -> None:

@@ -18,7 +18,8 @@ def test_an_accepted_statement_is_parsed_once_and_a_refused_one_every_time(monke
 
     monkeypatch.setattr(guard.sqlglot, "parse", counting)
     for _ in range(3):
-        assert guard.check_read_only("SELECT 1 AS one", "sqlite") == ("SELECT 1 AS one", False)
+        verdict = guard.check_read_only("SELECT 1 AS one", "sqlite")
+        assert (verdict.statement, verdict.explain, verdict.calls) == ("SELECT 1 AS one", False, frozenset())
         with pytest.raises(Refused):
             guard.check_read_only("SELECT 1; DROP TABLE t", "sqlite")
     assert parsed.count("SELECT 1 AS one") == 1

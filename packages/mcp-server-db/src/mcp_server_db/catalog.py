@@ -135,7 +135,7 @@ def describe(db: Database, connection: Connection, names: list[str], *, sample: 
             columns = info.columns
         update: dict[str, Any] = {
             "columns": columns,
-            "sample": sample_rows(connection, rel, sample) if sample else None,
+            "sample": sample_rows(db, connection, rel, sample) if sample else None,
         }
         if rel.kind == "table":
             update["comment"] = info.comment or comments.get((rel.name, None))
@@ -216,16 +216,28 @@ def _qualified(schema: str | None, name: str, inspector: Any) -> str:
     return f"{schema}.{name}" if schema and schema != inspector.default_schema_name else name
 
 
-def sample_rows(connection: Connection, rel: Relation, count: int) -> list[list[Any]]:
+def _checked(db: Database, connection: Connection, sql: str) -> str:
+    """A read of the tools' own making passes the checks a query does: reading a view runs its definition, a
+    table its row-level policies, a foreign table its wrapper (Database.check_calls)."""
+    from mcp_server_db.guard import check_read_only
+
+    db.check_calls(connection, check_read_only(sql, db.dialect, db.allowed_functions))
+    return sql
+
+
+def sample_rows(db: Database, connection: Connection, rel: Relation, count: int) -> list[list[Any]]:
     """The first `count` rows as the engine returns them: cheap on any size, no ORDER BY to sort a big table."""
     table = quote(connection, rel.name, rel.schema)
-    result = connection.execute(text(f"SELECT * FROM {table} LIMIT :n"), {"n": count})  # noqa: S608
+    result = connection.execute(text(_checked(db, connection, f"SELECT * FROM {table} LIMIT :n")), {"n": count})  # noqa: S608
     return [[json_value(v) for v in row] for row in result.fetchall()]
 
 
-def distinct_values(connection: Connection, rel: Relation, column: str, limit: int) -> tuple[list[list[Any]], int, int]:
+def distinct_values(
+    db: Database, connection: Connection, rel: Relation, column: str, limit: int
+) -> tuple[list[list[Any]], int, int]:
     """The most common values of a column with their counts, the number of distinct values, and of NULLs."""
     t, c = quote(connection, rel.name, rel.schema), quote(connection, column)
+    _checked(db, connection, f"SELECT {c} FROM {t}")  # noqa: S608
     top = connection.execute(
         text(f"SELECT {c}, count(*) AS n FROM {t} GROUP BY {c} ORDER BY n DESC, {c} LIMIT :n"),  # noqa: S608
         {"n": limit},

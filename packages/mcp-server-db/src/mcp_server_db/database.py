@@ -25,15 +25,20 @@ from mcp_server_core import (
     upstream_span,
 )
 
+from mcp_server_db.rendering import VALUE_CHARS, CutValue
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
     from sqlalchemy.exc import DBAPIError
+
+    from mcp_server_db.guard import Verdict
 
 # SQLAlchemy itself is imported at the first connection (`Database._open_engines`), not with this module.
 
 __all__ = [
     "LEAST_PRIVILEGE_SQL",
     "PROGRESS_AFTER_S",
+    "SQLITE_MOST_BYTES",
     "Database",
     "PrivilegedRole",
     "Progress",
@@ -123,6 +128,9 @@ class PrivilegedRole(Refused):
 
 
 _SQLITE_DENY = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
+SQLITE_MOST_BYTES = 32 * 1024 * 1024
+"""The longest string or blob a read may build or read on SQLite (its default is 1 GB); MariaDB's own bound is
+its max_allowed_packet (16 MiB by default), PostgreSQL's values are cut in the database (`_pg_cut_sql`)."""
 _SQLITE_WRITE_PRAGMAS = {"query_only", "writable_schema", "journal_mode", "schema_version", "user_version"}
 
 
@@ -133,6 +141,53 @@ def _file_id(path: Path) -> tuple[int, int] | None:
         return None
     return stat.st_dev, stat.st_ino
 
+
+# What `Database.check_calls` looks for: the first piece of the database's own code (not pg_catalog's, not an
+# extension's) a statement's names can reach, as (kind, name, schema or relation).
+_PG_NOT_EXTENSION = (
+    "NOT EXISTS (SELECT FROM pg_depend e WHERE e.classid = '{catalog}'::regclass AND e.objid = {oid} "
+    "AND e.deptype = 'e')"
+)
+_PG_OWN_CODE = (
+    "WITH RECURSIVE reached(oid) AS ("  # noqa: S608 - fixed text, every name a bound parameter
+    " SELECT to_regclass(name)::oid FROM unnest(%(relations)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL"
+    " UNION SELECT d.refobjid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid JOIN pg_depend d"
+    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass),"
+    " code(catalog, oid, via) AS ("
+    " SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid"
+    " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
+    " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
+    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid)"
+    " SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
+    # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because the
+    # search path finds it before any built-in of that name.
+    + " UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+    " WHERE lower(t.typname) = ANY(%(types)s) AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+    " AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
+    # An operator counts unless the operator allowed the function behind it.
+    + " UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n"
+    " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
+    " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
+    # A relation counts when a view's definition (its views' too) or a row-level policy uses such code.
+    + " UNION ALL SELECT 'relation', coalesce(p.proname || '()', 'operator ' || o.oprname, 'type ' || t.typname),"
+    " code.via::regclass::text FROM code"
+    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
+    " AND p.pronamespace <> 'pg_catalog'::regnamespace AND p.proname <> ALL(%(allowed)s::text[])"
+    " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
+    " AND o.oprnamespace <> 'pg_catalog'::regnamespace"
+    " LEFT JOIN pg_type t ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
+    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
+    " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL AND NOT EXISTS (SELECT FROM pg_depend e"
+    " WHERE e.classid = code.catalog AND e.objid = code.oid AND e.deptype = 'e')"
+    # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
+    " UNION ALL SELECT 'relation', 'foreign table ' || c.oid::regclass::text, c.oid::regclass::text"
+    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f'"
+    " ORDER BY 1, 2 LIMIT 1"
+)
 
 _COM_RESET_CONNECTION = 0x1F
 _PG_POWERS = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend")
@@ -297,16 +352,21 @@ class Progress:
 class RowStream:
     """A streamed result whose reads are `FETCH` spans: past the first round trip, rows come from the engine
     as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads). A long read
-    reports the rows fetched so far as progress; how many will come is unknown."""
+    reports the rows fetched so far as progress; how many will come is unknown.
 
-    def __init__(self, db: Database, result: Any, progress: Progress) -> None:
+    With `cuts`, the result's last column holds, per column, the marker of a value the database cut (or NULL):
+    the rows come back with those values in place and without that column."""
+
+    def __init__(self, db: Database, result: Any, progress: Progress, *, cuts: bool = False) -> None:
         self._db = db
         self._result = result
         self._progress = progress
+        self._cuts = cuts
         self.fetched = 0
 
     def keys(self) -> Any:
-        return self._result.keys()
+        keys = list(self._result.keys())
+        return keys[:-1] if self._cuts else keys
 
     def fetchmany(self, size: int) -> list[Any]:
         with self._db.span("FETCH"):
@@ -314,10 +374,56 @@ class RowStream:
         if rows:
             self.fetched += len(rows)
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
+        if self._cuts:
+            rows = [_with_cuts(row) for row in rows]
         return rows
 
     def close(self) -> None:
         self._result.close()
+
+
+def _with_cuts(row: Any) -> list[Any]:
+    values = list(row[:-1])
+    for index, marker in enumerate(row[-1] or ()):
+        if marker is not None:
+            values[index] = CutValue(marker)
+    return values
+
+
+# PostgreSQL types whose values are small whatever the query does: sent as they are.
+_PG_FIXED_SIZE = frozenset([16, 18, 20, 21, 23, 26, 700, 701, 790, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950])
+_PG_BYTEA = 17
+
+
+def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int) -> str:
+    """The statement wrapped so that no value over `most_bytes` leaves the database: each such value is sent as
+    NULL, and a last column carries its marker (its first VALUE_CHARS characters and its length; a bytea's size).
+    PostgreSQL sends a value whole, up to 1 GB, and the driver holds it whole, twice over as text: a bound on
+    rows is none on bytes."""
+    selected, markers = [], []
+    for index, (name, type_oid) in enumerate(columns):
+        value = f"q.c{index}"
+        shown = '"' + name.replace('"', '""') + '"'
+        if type_oid in _PG_FIXED_SIZE:
+            selected.append(f"{value} AS {shown}")
+            markers.append("NULL")
+            continue
+        size = f"octet_length({value})" if type_oid == _PG_BYTEA else f"octet_length({value}::text)"
+        selected.append(f"CASE WHEN {size} <= {most_bytes} THEN {value} END AS {shown}")
+        marker = (
+            f"'<' || {size} || ' bytes>'"
+            if type_oid == _PG_BYTEA
+            else f"left({value}::text, {VALUE_CHARS}) || '…[cut: ' || "
+            f"to_char(char_length({value}::text), 'FM999,999,999,990') || ' chars]'"
+        )
+        markers.append(f"CASE WHEN {size} > {most_bytes} THEN {marker} END")
+    aliases = ", ".join(f"c{index}" for index in range(len(columns)))
+    # OFFSET 0 keeps the statement a subquery of its own: pulled up, each q.cN would be its expression again,
+    # computed once per mention. The statement passed the guard; what wraps it is this server's.
+    return (
+        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::text[] AS mcp_cuts "  # noqa: S608
+        f"FROM (SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"
+    )
 
 
 class Database:
@@ -488,6 +594,9 @@ class Database:
         if mode == "ro":
             raw.execute("PRAGMA query_only=ON")
             raw.set_authorizer(_authorizer)
+            # SQLite runs in this process: a value it builds (hex(zeroblob(300000000)), 600 MB) is this server's
+            # memory, twice over once Python holds it. Past this length it fails the statement instead.
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MOST_BYTES)
         else:
             raw.set_authorizer(_writer_authorizer)
         raw.set_progress_handler(raw.past_deadline, 10_000)
@@ -603,6 +712,98 @@ class Database:
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
+    def check_calls(self, connection: Connection, verdict: Verdict) -> None:
+        """Refuse a statement that may run the database's own code rather than built-ins (PostgreSQL).
+
+        PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
+        pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
+        pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
+        named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
+        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); and reading a
+        view runs the functions in its definition, reading a table those of its row-level policies, reading a
+        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server). The guard
+        judges names, so only the database can say what they reach. Functions, types and operators of an
+        installed extension do not count (packaged code the database's administrator chose, like the built-ins;
+        the guard's lists still judge function names), nor do functions the operator allowed. MariaDB runs its
+        built-in whatever a stored function is named, and SQLite has no functions the server did not register.
+        """
+        reached = {
+            "functions": sorted(verdict.calls - self.allowed_functions),
+            "types": sorted(verdict.types),
+            "operators": sorted(verdict.operators),
+            "relations": sorted(verdict.relations),
+        }
+        if self.dialect in ("mysql", "mariadb"):
+            self._check_views(connection, verdict.relations)
+        if self.dialect != "postgresql" or not any(reached.values()):
+            return
+        reached["allowed"] = sorted(self.allowed_functions)
+        found = connection.exec_driver_sql(
+            _PG_OWN_CODE, reached, execution_options={"mcp_operation": "describe"}
+        ).first()
+        if found is None:
+            return
+        kind, name, where = found
+        if kind == "relation":
+            raise Refused(
+                f"Refused: reading {where} runs {name}, not built-in code inside this database (through a view's "
+                "definition, a row-level policy or a foreign table's wrapper), and only that runs here.",
+                hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
+                f"with --allow-function {name}.",
+            )
+        if kind == "operator":
+            raise Refused(
+                f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
+                "function of the database: only built-in code runs here.",
+                hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
+                "function with --allow-function NAME.",
+            )
+        if kind == "type":
+            raise Refused(
+                f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
+                "a value of it runs its input and CHECK code, and only built-in code runs here.",
+                hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
+            )
+        raise Refused(
+            f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
+            "the call could run it: only built-in functions run here.",
+            hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
+            f"it with --allow-function {name} (their choice, not the query's).",
+        )
+
+    def _check_views(self, connection: Connection, relations: Iterable[str], depth: int = 0) -> None:
+        """MariaDB: a view runs as its definer, stored functions and all, for whoever reads it; its definition is
+        judged as a statement is, and so are the views it reads in turn."""
+        from mcp_server_db.guard import check_read_only
+
+        named = [relation.rpartition(".") for relation in relations]
+        if not named:
+            return
+        views = connection.exec_driver_sql(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DATABASE() FROM information_schema.VIEWS "
+            "WHERE TABLE_NAME IN %s",
+            ([name for _, _, name in named],),
+            execution_options={"mcp_operation": "describe"},
+        ).all()
+        for schema, name, definition, current in views:
+            if not any(name == wanted and (given or current) == schema for given, _, wanted in named):
+                continue
+            if depth > 8 or not definition:
+                raise Refused(
+                    f"Refused: the view {schema}.{name} cannot be checked (its definition is not visible to this role, "
+                    "or views nest too deep); a view runs what its definition calls.",
+                    hint="Query the tables under it, or grant the role SHOW VIEW.",
+                )
+            try:
+                verdict = check_read_only(definition, self.dialect, self.allowed_functions)
+            except Refused as exc:
+                raise Refused(
+                    f"Refused: reading the view {schema}.{name} runs its definition, as its definer, and that is not "
+                    f"allowed here: {exc.args[0] if exc.args else exc}",
+                    hint="Query the tables under it.",
+                ) from None
+            self._check_views(connection, verdict.relations, depth + 1)
+
     def _cancel(self, raw: Any) -> None:
         """Stop whatever statement `raw` runs now; called from another thread when its call is abandoned."""
         if isinstance(raw, sqlite3.Connection):
@@ -647,14 +848,26 @@ class Database:
 
         return connection.execute(text(sql), params or {})
 
-    def stream(self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int) -> RowStream:
+    def stream(
+        self, connection: Connection, sql: str, params: dict[str, Any] | None, *, buffer: int, value_bytes: int
+    ) -> RowStream:
         """Rows as the engine sends them, at most `buffer` held at once (PostgreSQL: a server-side cursor;
-        SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`)."""
+        SQLite steps lazily anyway; MariaDB: an unbuffered cursor, bounded by `connect(max_rows=...)`), no value
+        over `value_bytes` (PostgreSQL: cut in the database; SQLite: its length limit; MariaDB: its packet size)."""
         from sqlalchemy import text
 
         progress = Progress()  # from before the statement: the first rows can be what takes long
+        cuts = False
+        if self.dialect == "postgresql":
+            # The columns and their types, from a plan: LIMIT 0 runs nothing of the statement.
+            probe = connection.execute(text(f"SELECT * FROM ({sql}\n) AS q LIMIT 0"), params or {})  # noqa: S608
+            described: Any = probe.cursor.description  # psycopg's: a type's OID as its type_code
+            columns = [(str(name), int(type_code)) for name, type_code, *_ in described]
+            probe.close()
+            if columns:
+                sql, cuts = _pg_cut_sql(sql, columns, value_bytes), True
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return RowStream(self, streaming.execute(text(sql), params or {}), progress)
+        return RowStream(self, streaming.execute(text(sql), params or {}), progress, cuts=cuts)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""

@@ -5,10 +5,12 @@ database. Everything else, user-defined functions included, is refused with a me
 who knows better allows it by name (`--allow-function NAME`). Functions that run SQL given as text
 (`query_to_xml`, `dblink`, ...) are never allowed: what they run is a string the guard cannot judge.
 
-sqlglot parses a call either as `exp.Anonymous` (a name it does not know: judged by `ALLOWED_NAMES`) or as a
-typed node for a function it knows under some dialect's name (`exp.Upper` for upper/ucase): judged by
-`SAFE_TYPED`, the classes whose every spelling is a pure function. A typed node loses how its name was written,
-so the guard checks quoted call names on the tokens as well (guard.py).
+A call written as a name and parentheses is judged by that name as the engine resolves it (`ALLOWED_NAMES`),
+whatever sqlglot makes of it: sqlglot knows names from every dialect (`median`, `initcap`, `array_sum`) and
+would type them as pure functions (`exp.Median`) where the engine has no such built-in and resolves the name
+to a function someone created. Each list holds only the engine's own built-ins (tests/test_bypass.py checks
+them against the live engines). `SAFE_TYPED`, sqlglot's classes of pure functions, judges what has no name
+of its own: syntax and operators (`CAST`, `x::int`, `->>`, `CASE`, `EXTRACT(... FROM ...)`).
 """
 
 from __future__ import annotations
@@ -328,19 +330,19 @@ SAFE_TYPED = frozenset(
 """sqlglot's classes of pure functions: math, text, dates, aggregates, windows, JSON, arrays, conditionals."""
 
 _COMMON = """
-    abs ceil ceiling floor round trunc sqrt cbrt power pow exp ln log log10 log2 mod sign pi degrees radians
-    sin cos tan asin acos atan atan2 cot sinh cosh tanh greatest least coalesce nullif
+    abs ceil ceiling floor round sqrt power pow exp ln log log10 mod sign pi degrees radians
+    sin cos tan asin acos atan atan2 cot greatest least coalesce nullif
     length char_length character_length octet_length bit_length lower upper substr substring trim ltrim rtrim
-    lpad rpad replace reverse repeat concat concat_ws left right position instr ascii chr char initcap
-    hex unhex md5 sha1 sha2 soundex translate
+    lpad rpad replace reverse repeat concat concat_ws left right position ascii chr md5
     count sum avg min max stddev stddev_pop stddev_samp variance var_pop var_samp bit_and bit_or bit_xor
     row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
     """
 _POSTGRES = """
+    cbrt sinh cosh tanh asinh acosh atanh trunc initcap translate overlay date time timestamp jsonb_exists
     btrim split_part strpos starts_with format quote_ident quote_literal quote_nullable to_hex encode decode
     regexp_replace regexp_match regexp_matches regexp_split_to_array regexp_split_to_table regexp_like
     regexp_count regexp_instr regexp_substr string_to_array string_to_table array_to_string unistr normalize
-    sha224 sha256 sha384 sha512 crc32 bit_count get_byte get_bit
+    sha224 sha256 sha384 sha512 bit_count get_byte get_bit
     now current_date current_time current_timestamp localtime localtimestamp clock_timestamp statement_timestamp
     transaction_timestamp timeofday date_trunc date_part date_bin extract age make_date make_time make_timestamp
     make_timestamptz make_interval justify_days justify_hours justify_interval to_char to_date to_timestamp
@@ -372,9 +374,10 @@ _POSTGRES = """
     tstzrange
     """
 _MYSQL = """
+    log2 instr char hex unhex sha1 sha2 soundex median nvl to_char
     ifnull if isnull field find_in_set locate lcase ucase mid left right space strcmp format
     substring_index insert elt export_set make_set oct ord bin conv crc32 sha from_base64 to_base64
-    regexp_like regexp_replace regexp_substr regexp_instr weight_string quote
+    regexp_replace regexp_substr regexp_instr weight_string quote
     now curdate curtime current_date current_time current_timestamp localtime localtimestamp sysdate
     utc_date utc_time utc_timestamp date time timestamp year month day dayofmonth dayofweek dayofyear dayname
     monthname week weekday weekofyear yearweek quarter hour minute second microsecond last_day makedate maketime
@@ -383,12 +386,12 @@ _MYSQL = """
     period_add period_diff extract convert_tz get_format
     group_concat json_arrayagg json_objectagg std bit_count
     json_array json_object json_extract json_unquote json_contains json_contains_path json_keys json_length
-    json_type json_valid json_search json_value json_quote json_depth json_pretty json_overlaps json_member_of
-    json_table
+    json_type json_valid json_search json_value json_quote json_depth json_pretty json_overlaps
     rand uuid database schema user current_user session_user version connection_id found_rows row_count
     truncate greatest least cast convert charset collation coercibility
     """
 _SQLITE = """
+    log2 cbrt sinh cosh tanh asinh acosh atanh trunc instr char hex unhex
     ifnull iif instr likely unlikely likelihood printf format quote hex unhex unicode char zeroblob randomblob
     random typeof glob like total group_concat string_agg julianday strftime date time datetime unixepoch timediff
     json json_array json_array_length json_extract json_insert json_object json_patch json_remove json_replace

@@ -11,6 +11,7 @@ __all__ = [
     "CELL_CHARS",
     "VALUE_CHARS",
     "ColumnInfo",
+    "CutValue",
     "ForeignKey",
     "IndexInfo",
     "TableInfo",
@@ -24,6 +25,10 @@ __all__ = [
 CELL_CHARS = 200
 VALUE_CHARS = 1_000
 """The longest text value a structured result carries; longer ones are cut with a marker saying how long."""
+
+
+class CutValue(str):
+    """A value the database cut before sending it, already as its marker (what `cut_value` would make of it)."""
 
 
 class ColumnInfo(BaseModel):
@@ -124,6 +129,8 @@ _PLAIN = frozenset({bool, int, float, str})
 
 def json_value(value: Any) -> Any:
     """A value for structured content: JSON's own types as they are, text cut at `VALUE_CHARS`, bytes by size."""
+    if type(value) is CutValue:
+        return str(value)
     if value is None or type(value) in _PLAIN or isinstance(value, bool | int | float):
         return value if type(value) is not str or len(value) <= VALUE_CHARS else cut_value(value)
     if isinstance(value, str):

@@ -31,6 +31,8 @@ Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
 QUERY_ROWS = 100
 """The most rows one run_query answer holds; past it (or past QUERY_BYTES) it says more follow."""
+VALUE_BYTES = 4 * VALUE_CHARS
+"""The largest value the engine sends whole: a longer one has over VALUE_CHARS characters, and is cut anyway."""
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -218,19 +220,21 @@ def query_toolset(db: Database) -> Toolset:
         """Use to run one SELECT; params fill its :name placeholders."""
         from mcp_server_db.guard import check_read_only
 
-        statement, explain = check_read_only(sql, db.dialect, db.allowed_functions)
+        verdict = check_read_only(sql, db.dialect, db.allowed_functions)
+        statement, explain = verdict.statement, verdict.explain
         if explain:
             statement = _explain_sql(db, statement)
         # Bounded whatever the query returns: rows stream from the engine, at most a page is held, long values
         # are cut, and the page stops at QUERY_ROWS or the byte budget in text and in structured content alike.
         # No cursor: SQL pages itself (LIMIT/OFFSET), which the model writes anyway, and the schema stays small.
         with db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection:
+            db.check_calls(connection, verdict)
             try:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
                 else:
                     # Ten rows at a time: a page rarely needs more than its budget's worth, and a row can be 1 MB.
-                    result = db.stream(connection, statement, params, buffer=FETCH_ROWS)
+                    result = db.stream(connection, statement, params, buffer=FETCH_ROWS, value_bytes=VALUE_BYTES)
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
             columns = list(map(str, result.keys()))
@@ -272,9 +276,10 @@ def analysis_toolset(db: Database) -> Toolset:
         """Use to see the plan of a SELECT without running it."""
         from mcp_server_db.guard import check_read_only
 
-        statement, _ = check_read_only(sql, db.dialect, db.allowed_functions)
+        verdict = check_read_only(sql, db.dialect, db.allowed_functions)
         with db.connect() as connection:
-            result = db.execute(connection, _explain_sql(db, statement), params)
+            db.check_calls(connection, verdict)  # planning folds constant calls and casts: it runs them too
+            result = db.execute(connection, _explain_sql(db, verdict.statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
         return QueryPlan(plan=plan)
 
@@ -292,7 +297,7 @@ def analysis_toolset(db: Database) -> Toolset:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
             require(column, [c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema)], noun="column")
-            values, distinct, nulls = catalog_distinct_values(connection, rel, column, limit)
+            values, distinct, nulls = catalog_distinct_values(db, connection, rel, column, limit)
         return ValueCounts(values=values, distinct=distinct, nulls=nulls)
 
     return toolset
