@@ -42,6 +42,7 @@ PUBLIC = [
     "register_secret",
     "report_progress",
     "run",
+    "start_upstream_span",
     "take_within_budget",
     "tool",
     "upstream_span",

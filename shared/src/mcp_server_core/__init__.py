@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
     from mcp_server_core.toolsets import SessionsUnavailable, Toolset
-    from mcp_server_core.tracing import upstream_span
+    from mcp_server_core.tracing import start_upstream_span, upstream_span
 
 _EXPORTS = {
     "audit_target": "audit",
@@ -86,6 +86,7 @@ _EXPORTS = {
     "ServerSettings": "settings",
     "SessionsUnavailable": "toolsets",
     "Toolset": "toolsets",
+    "start_upstream_span": "tracing",
     "upstream_span": "tracing",
 }
 
@@ -123,6 +124,7 @@ __all__ = [
     "register_secret",
     "report_progress",
     "run",
+    "start_upstream_span",
     "take_within_budget",
     "tool",
     "upstream_span",

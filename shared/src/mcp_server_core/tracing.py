@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from opentelemetry import trace
 
-__all__ = ["annotate_call", "configure_tracing", "upstream_span"]
+__all__ = ["annotate_call", "configure_tracing", "start_upstream_span", "upstream_span"]
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +139,22 @@ def annotate_call(toolset: str | None, outcome: str, *, category: str | None = N
 _tracer = trace.get_tracer("mcp_server_core")
 
 
+def _name_and_attributes(system: str, operation: str, attributes: dict[str, str | int | bool]) -> dict[str, Any]:
+    return {
+        "name": f"{system} {operation}",
+        "kind": trace.SpanKind.CLIENT,
+        "attributes": {"mcp.upstream": system, "mcp.upstream.operation": operation, **attributes},
+        "record_exception": False,
+        "set_status_on_exception": False,
+    }
+
+
+def _mark_failed(span: Any, exc: BaseException) -> None:
+    if span.is_recording():
+        span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
+        span.set_attribute("error.type", type(exc).__name__)
+
+
 @contextmanager
 def upstream_span(system: str, operation: str, **attributes: str | int | bool) -> Iterator[None]:
     """A child span of the current call for one request to the upstream (a statement, an API request).
@@ -148,17 +164,32 @@ def upstream_span(system: str, operation: str, **attributes: str | int | bool) -
     no argument or secret becomes an attribute. An exception marks the span as failed with its type only.
     Without a configured tracer provider the span is a no-op and costs a function call.
     """
-    with _tracer.start_as_current_span(
-        f"{system} {operation}",
-        kind=trace.SpanKind.CLIENT,
-        attributes={"mcp.upstream": system, "mcp.upstream.operation": operation, **attributes},
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
+    with _tracer.start_as_current_span(**_name_and_attributes(system, operation, attributes)) as span:
         try:
             yield
         except BaseException as exc:
-            if span.is_recording():
-                span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
-                span.set_attribute("error.type", type(exc).__name__)
+            _mark_failed(span, exc)
             raise
+
+
+def start_upstream_span(
+    system: str, operation: str, **attributes: str | int | bool
+) -> Callable[[BaseException | None], None]:
+    """`upstream_span` for work whose start and end are separate callbacks (SQLAlchemy's statement events); returns
+    the function that ends it, given the exception that failed it, if any.
+
+    The span is a child of the current call but never becomes current itself: entering a current span in one
+    callback and leaving it in another detached the context out of turn whenever the two ran in different
+    contexts, or an end never came (OpenTelemetry logged "Failed to detach context", and every later span of that
+    thread was parented under the one left open). A span that is never ended is only never exported.
+    """
+    options = _name_and_attributes(system, operation, attributes)
+    del options["record_exception"], options["set_status_on_exception"]
+    span = _tracer.start_span(**options)
+
+    def end(exc: BaseException | None = None) -> None:
+        if exc is not None:
+            _mark_failed(span, exc)
+        span.end()
+
+    return end

@@ -22,6 +22,7 @@ from mcp_server_core import (
     cancel_on_abandon,
     register_secret,
     report_progress,
+    start_upstream_span,
     upstream_span,
 )
 
@@ -564,23 +565,23 @@ class Database:
         if context is None:
             return
         operation = context.execution_options.get("mcp_operation") or statement_kind(statement)
-        span = self.span(operation)
-        span.__enter__()
-        context._mcp_span = span
+        # Not a current span: its end comes from another event, which may run in another context or not at all.
+        context._mcp_span_end = start_upstream_span(
+            self.system, operation, **{"db.system": self.system, "db.operation.name": operation}
+        )
 
     def _statement_ended(
         self, _conn: Connection, _cursor: Any, _statement: str, _params: Any, context: Any, _many: bool
     ) -> None:
-        span = context.__dict__.pop("_mcp_span", None) if context is not None else None
-        if span is not None:
-            span.__exit__(None, None, None)
+        end = context.__dict__.pop("_mcp_span_end", None) if context is not None else None
+        if end is not None:
+            end(None)
 
     def _statement_failed(self, failure: Any) -> None:
         context = failure.execution_context
-        span = context.__dict__.pop("_mcp_span", None) if context is not None else None
-        if span is not None:
-            exc = failure.original_exception
-            span.__exit__(type(exc), exc, exc.__traceback__)
+        end = context.__dict__.pop("_mcp_span_end", None) if context is not None else None
+        if end is not None:
+            end(failure.original_exception)
 
     def _sqlite_connect(self, mode: str) -> sqlite3.Connection:
         # Read before opening: a file replaced in between is then seen as replaced at the next checkout.
