@@ -37,6 +37,9 @@ def test_a_client_gets_its_calls_classed_lines_at_the_level_it_chose(tmp_path: P
     assert line["level"] == "info"
     assert "[tool failure]" in str(line["data"])
     assert "Traceback" not in str(line["data"])
+    # The SDK marks its log method deprecated for 2026-07-28 clients; for this one (the handshake era) logging is
+    # current, and the warning went raw to the operator's stderr at the first line sent.
+    assert "deprecated" not in wire.stderr, wire.stderr[-1000:]
 
 
 def test_a_client_that_asks_for_errors_only_gets_no_tool_failure_lines(tmp_path: Path) -> None:

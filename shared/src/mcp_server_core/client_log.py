@@ -16,6 +16,7 @@ servers' own.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
 
 from mcp_server_core.conventions import call_context
@@ -68,6 +69,9 @@ def forward_to_clients() -> Callable[[], None]:
     that two servers in one process (tests) share one handler and no line is sent twice."""
     global _users
     if not _installed:
+        # The SDK marks its log method deprecated for 2026-07-28 clients, which get no log lines from it anyway; for
+        # the handshake eras logging is current, and the warning went raw to the operator's stderr.
+        warnings.filterwarnings("ignore", message="The logging capability is deprecated", category=UserWarning)
         _installed.append(ClientLogHandler())
         logging.getLogger().addHandler(_installed[0])
     _users += 1
