@@ -183,6 +183,33 @@ def test_a_value_of_hundreds_of_megabytes_never_reaches_the_servers_memory(diale
     assert structured["truncated"] is True
 
 
+def test_a_stored_value_of_hundreds_of_megabytes_is_cut_in_the_database_for_sample_rows() -> None:
+    """describe_tables' sample rows are bounded as run_query's are: a stored 300 MB value (compressed to a few
+    MB on disk) was fetched whole into the server to be cut at 1,000 characters there."""
+    table = f"wide_sample_{time.monotonic_ns()}"
+    admin = create_engine(PG)
+    with admin.begin() as c:
+        c.execute(text(f"CREATE TABLE {table} (id integer, body text)"))
+        c.execute(text(f"INSERT INTO {table} VALUES (1, repeat('x', 300000000))"))
+    try:
+        argv = python_module("mcp_server_db", PG, "--allow-privileged-role", "--schema-poll-s", "0")
+        with StdioWire(argv) as wire:
+            wire.initialize()
+            wire.request("tools/call", {"name": "run_query", "arguments": {"sql": "SELECT 1 AS warm"}})
+            before = _peak_mib(wire.proc.pid)
+            arguments = {"tables": [table], "sample_rows": 1}
+            answer = wire.request("tools/call", {"name": "describe_tables", "arguments": arguments}, timeout=60)
+            grown = _peak_mib(wire.proc.pid) - before
+        result = answer["result"]
+        assert result.get("isError") is not True, result
+        assert "…[cut: 300,000,000 chars]" in json.dumps(result["structuredContent"], ensure_ascii=False)
+        assert grown < 100, f"the server's peak memory grew by {grown} MiB"
+    finally:
+        with admin.begin() as c:
+            c.execute(text(f"DROP TABLE {table}"))
+        admin.dispose()
+
+
 def test_a_ping_is_answered_while_a_huge_result_is_read(sqlite_url: str) -> None:
     big = SHAPES["sqlite"]["1,000 rows of 1 MB"]
     with StdioWire(python_module("mcp_server_db", sqlite_url, "--schema-poll-s", "0")) as wire:

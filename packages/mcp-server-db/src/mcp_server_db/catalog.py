@@ -14,7 +14,7 @@ from sqlalchemy.engine.reflection import ObjectKind
 from sqlalchemy.exc import OperationalError
 
 from mcp_server_db.database import Database, Progress
-from mcp_server_db.rendering import ColumnInfo, ForeignKey, IndexInfo, TableInfo, json_value
+from mcp_server_db.rendering import VALUE_BYTES, ColumnInfo, ForeignKey, IndexInfo, TableInfo, json_value
 
 __all__ = [
     "Relation",
@@ -228,8 +228,14 @@ def _checked(db: Database, connection: Connection, sql: str) -> str:
 def sample_rows(db: Database, connection: Connection, rel: Relation, count: int) -> list[list[Any]]:
     """The first `count` rows as the engine returns them: cheap on any size, no ORDER BY to sort a big table."""
     table = quote(connection, rel.name, rel.schema)
-    result = connection.execute(text(_checked(db, connection, f"SELECT * FROM {table} LIMIT :n")), {"n": count})  # noqa: S608
-    return [[json_value(v) for v in row] for row in result.fetchall()]
+    sql = _checked(db, connection, f"SELECT * FROM {table} LIMIT :n")  # noqa: S608
+    # Streamed with run_query's bound on values: a stored value of hundreds of megabytes is cut in the database
+    # (PostgreSQL), not fetched whole into the server to be cut at VALUE_CHARS here.
+    rows = db.stream(connection, sql, {"n": count}, buffer=count, value_bytes=VALUE_BYTES)
+    try:
+        return [[json_value(v) for v in row] for row in rows.fetchmany(count)]
+    finally:
+        rows.close()
 
 
 def distinct_values(

@@ -364,13 +364,15 @@ class RowStream:
         self._progress = progress
         self._cuts = cuts
         self.fetched = 0
+        # A catalog read's rows (describe's sample) are part of the `describe`, as its statement is.
+        self._operation = result.context.execution_options.get("mcp_operation") or "FETCH"
 
     def keys(self) -> Any:
         keys = list(self._result.keys())
         return keys[:-1] if self._cuts else keys
 
     def fetchmany(self, size: int) -> list[Any]:
-        with self._db.span("FETCH"):
+        with self._db.span(self._operation):
             rows: list[Any] = self._result.fetchmany(size)
         if rows:
             self.fetched += len(rows)

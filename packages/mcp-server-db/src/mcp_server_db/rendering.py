@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 __all__ = [
     "CELL_CHARS",
+    "VALUE_BYTES",
     "VALUE_CHARS",
     "ColumnInfo",
     "CutValue",
@@ -25,6 +26,8 @@ __all__ = [
 CELL_CHARS = 200
 VALUE_CHARS = 1_000
 """The longest text value a structured result carries; longer ones are cut with a marker saying how long."""
+VALUE_BYTES = 4 * VALUE_CHARS
+"""The largest value the engine sends whole: a longer one has over VALUE_CHARS characters, and is cut anyway."""
 
 
 class CutValue(str):

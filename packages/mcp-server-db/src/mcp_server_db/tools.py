@@ -19,7 +19,7 @@ from mcp_server_core import (
 )
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_db.rendering import VALUE_CHARS, TableInfo, cell, columns_text, json_value, was_cut
+from mcp_server_db.rendering import VALUE_BYTES, VALUE_CHARS, TableInfo, cell, columns_text, json_value, was_cut
 
 if TYPE_CHECKING:
     from mcp_server_db.database import Database
@@ -31,8 +31,6 @@ Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
 QUERY_ROWS = 100
 """The most rows one run_query answer holds; past it (or past QUERY_BYTES) it says more follow."""
-VALUE_BYTES = 4 * VALUE_CHARS
-"""The largest value the engine sends whole: a longer one has over VALUE_CHARS characters, and is cut anyway."""
 
 
 # --- results ---------------------------------------------------------------------------------------------
