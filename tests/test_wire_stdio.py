@@ -378,3 +378,32 @@ def test_a_text_prompt_argument_is_not_described_as_a_json_schema(server: str, t
     descriptions = [a.get("description") or "" for p in prompts for a in p.get("arguments", [])]
     assert descriptions
     assert not [d for d in descriptions if '{"type":"string"}' in d], descriptions
+
+
+def test_one_client_holds_at_most_a_thousand_subscriptions(tmp_path: Path) -> None:
+    """Any URI a template matches could be subscribed to, each kept for the session (and watched, for files):
+    one client asked for 1,001 and would have had them all. The cap is per client; what is held still works."""
+    with StdioWire(SERVERS["template"](tmp_path)) as wire:
+        wire.initialize()
+        for n in range(1_000):
+            assert wire.request("resources/subscribe", {"uri": f"note://n{n}"})["result"] == {}
+        refused = wire.request("resources/subscribe", {"uri": "note://one-more"})
+        assert refused["error"]["code"] == -32602
+        assert "At most 1,000" in refused["error"]["message"]
+        assert wire.request("resources/subscribe", {"uri": "note://n7"})["result"] == {}, "held already: fine"
+        assert wire.request("resources/unsubscribe", {"uri": "note://n7"})["result"] == {}
+        assert wire.request("resources/subscribe", {"uri": "note://one-more"})["result"] == {}
+        # A subscription kept through all this still hears its resource change.
+        wire.request("tools/call", {"name": "write_note", "arguments": {"name": "n3", "text": "hello"}})
+        updated = wire.wait_for_notification("notifications/resources/updated")
+        assert updated["params"]["uri"] == "note://n3"
+        # Another client starts from none.
+        with StdioWire(SERVERS["template"](tmp_path)) as other:
+            other.initialize()
+            assert other.request("resources/subscribe", {"uri": "note://one-more"})["result"] == {}
+    with StdioWire(SERVERS["template"](tmp_path)) as modern:
+        listen = modern.modern_request(
+            "subscriptions/listen",
+            {"notifications": {"resourceSubscriptions": [f"note://n{n}" for n in range(1_001)]}},
+        )
+        assert listen["error"]["code"] == -32602

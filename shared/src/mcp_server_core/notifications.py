@@ -28,7 +28,9 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INVALID_PARAMS,
     EmptyResult,
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
@@ -42,6 +44,17 @@ __all__ = ["ChangeHub"]
 logger = logging.getLogger(__name__)
 
 _KINDS = ("tools", "resources", "prompts")
+MAX_SUBSCRIPTIONS = 1_000
+"""URIs one client may subscribe to at once (resources/subscribe), or name in one subscriptions/listen: each is
+memory kept for the session and, with a file watcher, a path watched; any URI a template matches is accepted."""
+
+
+def _too_many(count: int) -> MCPError:
+    return MCPError(
+        code=INVALID_PARAMS,
+        message=f"At most {MAX_SUBSCRIPTIONS:,} resource subscriptions per client ({count:,} asked); "
+        "unsubscribe from some first, or subscribe to a resource that covers several.",
+    )
 
 
 class ChangeHub:
@@ -108,6 +121,8 @@ class ChangeHub:
         acknowledged stream stayed silent while they changed.
         """
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        if len(uris) > MAX_SUBSCRIPTIONS:
+            raise _too_many(len(uris))
         self._listened.update(uris)
         try:
             return await self._listen(ctx, params)
@@ -132,7 +147,11 @@ class ChangeHub:
         return await call_next(ctx)
 
     async def on_subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
-        self._subscriptions.setdefault(ctx.session._connection, set()).add(str(params.uri))
+        held = self._subscriptions.setdefault(ctx.session._connection, set())
+        uri = str(params.uri)
+        if uri not in held and len(held) >= MAX_SUBSCRIPTIONS:
+            raise _too_many(len(held) + 1)
+        held.add(uri)
         return EmptyResult()
 
     async def on_unsubscribe(
