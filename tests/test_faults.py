@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp_server_core.testing import HttpWire, StdioWire, free_port, python_module, spawn_http_server
+from mcp_server_core.testing import HttpWire, StdioWire, WireError, free_port, python_module, spawn_http_server
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -114,10 +114,12 @@ def test_a_client_that_closes_stdin_then_sends_sigterm_gets_its_calls_stopped_be
             wire.initialize()
             slow = {"name": "run_query", "arguments": {"sql": "SELECT count(*) FROM generate_series(1, 4000000000)"}}
             wire.send(_call(9, slow))
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 30
             while not _active_statements(admin, marker) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert _active_statements(admin, marker), "the query never started"
+                with contextlib.suppress(WireError):  # an answer this early says why the query never started
+                    answered = wire.response_to(9, timeout=0.05)
+                    pytest.fail(f"the call ended before its query was seen running: {answered}")
+            assert _active_statements(admin, marker), f"the query never started; stderr: {wire.stderr[-2000:]}"
             assert wire.proc.stdin is not None
             wire.proc.stdin.close()
             time.sleep(0.5)  # the client's grace after closing stdin (2 s in the SDKs; the drain bound is 60 s)
