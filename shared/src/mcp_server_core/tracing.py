@@ -183,9 +183,7 @@ def start_upstream_span(
     contexts, or an end never came (OpenTelemetry logged "Failed to detach context", and every later span of that
     thread was parented under the one left open). A span that is never ended is only never exported.
     """
-    options = _name_and_attributes(system, operation, attributes)
-    del options["record_exception"], options["set_status_on_exception"]
-    span = _tracer.start_span(**options)
+    span = _tracer.start_span(**_name_and_attributes(system, operation, attributes))
 
     def end(exc: BaseException | None = None) -> None:
         if exc is not None:
