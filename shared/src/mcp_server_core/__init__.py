@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         cut_to_budget,
         decode_cursor,
         encode_cursor,
+        note_at_end,
         note_in_answer,
         take_within_budget,
         tool,
@@ -44,12 +45,14 @@ if TYPE_CHECKING:
         register_secret,
     )
     from mcp_server_core.notifications import ChangeHub
+    from mcp_server_core.patterns import compile_linear
     from mcp_server_core.progress import report_progress
     from mcp_server_core.resources import ResourceSet
     from mcp_server_core.server import ReferenceServer
     from mcp_server_core.settings import ServerSettings
     from mcp_server_core.toolsets import SessionsUnavailable, Toolset
     from mcp_server_core.tracing import start_upstream_span, upstream_span
+    from mcp_server_core.untrusted import Untrusted, fence, one_line
 
 _EXPORTS = {
     "audit_target": "audit",
@@ -66,7 +69,12 @@ _EXPORTS = {
     "decode_cursor": "conventions",
     "encode_cursor": "conventions",
     "Limit": "conventions",
+    "note_at_end": "conventions",
     "note_in_answer": "conventions",
+    "compile_linear": "patterns",
+    "Untrusted": "untrusted",
+    "fence": "untrusted",
+    "one_line": "untrusted",
     "take_within_budget": "conventions",
     "tool": "conventions",
     "Conflict": "errors",
@@ -111,15 +119,20 @@ __all__ = [
     "ToolFailure",
     "Toolset",
     "Unavailable",
+    "Untrusted",
     "__version__",
     "audit_target",
     "call_context",
     "cancel_on_abandon",
+    "compile_linear",
     "cut_to_budget",
     "decode_cursor",
     "did_you_mean",
     "encode_cursor",
+    "fence",
+    "note_at_end",
     "note_in_answer",
+    "one_line",
     "redact",
     "register_secret",
     "report_progress",

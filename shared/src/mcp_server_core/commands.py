@@ -412,7 +412,13 @@ class ToolCommands:
                 file=sys.stderr,
             )
             return EXIT_FAILED
-        answer = answer_of(result, definition.budget, definition.continue_hint, notes)
+        try:
+            answer = answer_of(
+                result, definition.budget, definition.continue_hint, notes, media_budget=definition.media_budget
+            )
+        except ToolFailure as failure:
+            print(str(failure), file=sys.stderr)
+            return EXIT_FAILED
         if as_json:
             print(json.dumps(_json_of(answer.text, answer.structured, answer.media), ensure_ascii=False))
         else:

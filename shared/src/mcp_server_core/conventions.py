@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_server_core.budget import cut_text, fit_structure, json_size
 from mcp_server_core.errors import InvalidArgument, ToolFailure
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ __all__ = [
     "cut_to_budget",
     "decode_cursor",
     "encode_cursor",
+    "note_at_end",
     "note_in_answer",
     "take_within_budget",
     "tool",
@@ -57,7 +59,8 @@ __all__ = [
 ]
 
 DEFAULT_BUDGET = 16_000
-"""Bytes of text a tool result may carry unless the tool says otherwise: about 4,000 tokens."""
+"""Bytes of text a tool result may carry unless the tool says otherwise: about 4,000 tokens. The whole answer,
+text and structured content together, is at most twice a tool's text budget (budget.py)."""
 
 _TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
 _MAX_FIRST_SENTENCE = 200
@@ -94,21 +97,37 @@ class Answer:
     media: Media | None = None
 
 
-_notes: ContextVar[list[str] | None] = ContextVar("mcp_server_core_answer_notes", default=None)
+@dataclass
+class AnswerNotes:
+    """What a call's answer says besides its rendering: lines it opens with, and lines it closes with."""
+
+    opening: list[str] = field(default_factory=list)
+    closing: list[str] = field(default_factory=list)
+
+
+_notes: ContextVar[AnswerNotes | None] = ContextVar("mcp_server_core_answer_notes", default=None)
 
 
 def note_in_answer(note: str) -> None:
     """A line the current call's answer opens with, once however often it is noted: how the answer was reached
     when the model should know (a renamed repository followed). A no-op outside a call."""
     notes = _notes.get()
-    if notes is not None and note not in notes:
-        notes.append(note)
+    if notes is not None and note not in notes.opening:
+        notes.opening.append(note)
+
+
+def note_at_end(note: str) -> None:
+    """A line the current call's answer closes with, kept through any cut to the budget: the tool's own word on
+    how to continue ("continue with offset=401"). A no-op outside a call."""
+    notes = _notes.get()
+    if notes is not None and note not in notes.closing:
+        notes.closing.append(note)
 
 
 @contextmanager
-def collecting_notes() -> Iterator[list[str]]:
+def collecting_notes() -> Iterator[AnswerNotes]:
     """For the two tracks: the notes a tool's function makes while it runs (its worker threads included)."""
-    notes: list[str] = []
+    notes = AnswerNotes()
     token = _notes.set(notes)
     try:
         yield notes
@@ -116,17 +135,35 @@ def collecting_notes() -> Iterator[list[str]]:
         _notes.reset(token)
 
 
-def answer_of(result: Rendered | str | Media, budget: int, continue_hint: str, notes: Sequence[str] = ()) -> Answer:
-    """The answer a tool's result makes: the notes, then the rendering, cut to `budget`, beside its fields."""
+def answer_of(
+    result: Rendered | str | Media,
+    budget: int,
+    continue_hint: str,
+    notes: AnswerNotes | None = None,
+    *,
+    media_budget: int = 0,
+) -> Answer:
+    """The answer a tool's result makes, within its one budget (budget.py): the opening notes, the rendering and
+    the closing notes as text of at most `budget` bytes; the fields as structured content within what is left of
+    twice that; media of at most `media_budget` bytes of base64."""
+    notes = notes or AnswerNotes()
     if isinstance(result, Media):
+        if len(result.data) > media_budget:
+            raise ToolFailure(
+                f"The {result.kind} is {len(result.data) * 3 // 4:,} bytes, over the {media_budget * 3 // 4:,} "
+                "bytes this tool may send.",
+                hint="Read a smaller file, or read it as text with a range.",
+            )
         return Answer(f"[{result.kind} {result.mime_type}, {len(result.data) * 3 // 4:,} bytes]", media=result)
     text = result.render() if isinstance(result, Rendered) else result
-    if notes:
-        text = "\n".join(notes) + "\n" + text
-    if isinstance(result, Rendered):
-        # None fields are left out; compact_schema advertises them as optional, not nullable.
-        return Answer(cut_to_budget(text, budget, continue_hint), result.model_dump(mode="json", exclude_none=True))
-    return Answer(cut_to_budget(text, budget, continue_hint))
+    if notes.opening:
+        text = "\n".join(notes.opening) + "\n" + text
+    text = cut_text(text, budget, continue_hint, opening=notes.opening, closing="\n".join(notes.closing))
+    if not isinstance(result, Rendered):
+        return Answer(text)
+    # None fields are left out; compact_schema advertises them as optional, not nullable.
+    structured = result.model_dump(mode="json", exclude_none=True)
+    return Answer(text, fit_structure(structured, 2 * budget - json_size(text)))
 
 
 def call_context() -> Context | None:
@@ -146,16 +183,9 @@ def call_context() -> Context | None:
 
 
 def cut_to_budget(text: str, max_bytes: int, how_to_continue: str) -> str:
-    """The text, or its head cut at the last line break within `max_bytes`, saying so and how to read on."""
-    encoded = text.encode()
-    if len(encoded) <= max_bytes:
-        return text
-    head = encoded[:max_bytes].decode(errors="ignore")
-    boundary = head.rfind("\n")
-    if boundary < max_bytes // 2:  # one very long line: cut at a word instead of dropping half the budget
-        boundary = max(head.rfind(" "), 0) or len(head)
-    kept = head[:boundary].rstrip()
-    return f"{kept}\n[cut at {len(kept.encode()):,} of {len(encoded):,} bytes; {how_to_continue}]"
+    """The text, or its head cut at the last line break within `max_bytes` (as JSON on the wire), saying so and
+    how to read on."""
+    return cut_text(text, max_bytes, how_to_continue)
 
 
 def take_within_budget(items: Sequence[Any], size_of: Callable[[Any], int], max_bytes: int, *, spent: int = 0) -> int:
@@ -290,6 +320,8 @@ class ToolDefinition:
     open_world: bool
     budget: int
     continue_hint: str
+    media_budget: int = 0
+    """Bytes of base64 a media answer may carry (an image or audio file as the whole answer); 0: none."""
     meta: dict[str, Any] = field(default_factory=dict)
     needs_session: bool = False
     """The tool changes what its own session sees (a discovery tool): absent where the transport keeps no
@@ -323,7 +355,7 @@ class ToolDefinition:
         returns = inspect.signature(self.fn, eval_str=True).return_annotation
         structured = inspect.isclass(returns) and issubclass(returns, Rendered)
         return Tool.from_function(
-            _wrap_result(self.fn, self.budget, self.continue_hint),
+            _wrap_result(self.fn, self.budget, self.continue_hint, self.media_budget),
             name=self.name,
             title=self.title,
             annotations=self.annotations,
@@ -342,6 +374,7 @@ def tool(
     budget: int = DEFAULT_BUDGET,
     continue_hint: str = "narrow the request or page with cursor to see the rest",
     needs_session: bool = False,
+    media_budget: int = 0,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]:
     """Declare a tool with all four annotations; the function's docstring is its description.
 
@@ -366,6 +399,7 @@ def tool(
             budget=budget,
             continue_hint=continue_hint,
             needs_session=needs_session,
+            media_budget=media_budget,
         )
 
     return decorate
@@ -392,17 +426,17 @@ def _check_conventions(name: str, title: str, fn: Callable[..., Any]) -> None:
         raise ValueError(f"tool {name!r}: the first sentence of its description is over {_MAX_FIRST_SENTENCE} chars")
 
 
-def _wrap_result(fn: F, budget: int, continue_hint: str) -> F:
+def _wrap_result(fn: F, budget: int, continue_hint: str, media_budget: int) -> F:
     """Wrap fn for fastmcp: its answer becomes a `ToolResult`, its `ToolFailure` fastmcp's `ToolError` (which
     fastmcp shows the client unmasked); fastmcp still reads fn's own signature."""
     import mcp_types
     from fastmcp.exceptions import ToolError
     from fastmcp.tools.base import ToolResult
 
-    def convert(result: Any, notes: list[str]) -> Any:
+    def convert(result: Any, notes: AnswerNotes) -> Any:
         if not isinstance(result, Rendered | str | Media):
-            return result  # already a ToolResult: a conformance fixture's hand-made content
-        answer = answer_of(result, budget, continue_hint, notes)
+            return result  # already a ToolResult: a conformance fixture's hand-made content (server.py bounds it)
+        answer = answer_of(result, budget, continue_hint, notes, media_budget=media_budget)
         if answer.media is not None:
             media = answer.media
             block: mcp_types.ContentBlock

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -47,9 +46,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.audit import AuditTrail, note_failure
+from mcp_server_core.budget import cut_text, fit_structure, json_size
 from mcp_server_core.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
-from mcp_server_core.conventions import compact_schema
+from mcp_server_core.conventions import DEFAULT_BUDGET, compact_schema
 from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
 from mcp_server_core.health import Readiness
 from mcp_server_core.identity import caller
@@ -279,8 +279,33 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+        result = self._within_budget(name, result)
         annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
         return result
+
+    def _within_budget(self, name: str, result: ToolResult) -> ToolResult:
+        """The last check every answer passes: text and structured content within twice the tool's text budget
+        (budget.py). The helpers' own tools already fit (conventions.answer_of); a tool built by hand, or one
+        that returns a ToolResult itself, is cut here, so no tool of any server can send more."""
+        definition = next((d for d in self.toolsets.definitions() if d.name == name), None)
+        budget = definition.budget if definition else DEFAULT_BUDGET
+        if _result_bytes(result) <= 2 * budget:
+            return result
+        hint = definition.continue_hint if definition else "ask for less"
+        content: list[mcp_types.ContentBlock] = []
+        room = budget
+        for block in result.content:
+            if isinstance(block, mcp_types.TextContent):
+                text = cut_text(block.text, max(room, 0), hint) if room > 0 else ""
+                room -= json_size(text)
+                content.append(block.model_copy(update={"text": text}))
+            else:
+                content.append(block)
+        structured = result.structured_content
+        if structured is not None:
+            structured = fit_structure(structured, 2 * budget - (budget - room))
+        logger.warning("tool %r answered over its budget and was cut (%d bytes)", name, _result_bytes(result))
+        return ToolResult(content=content, structured_content=structured, meta=result.meta)
 
     def _failed(self, name: str, category: str, *, timed_out: bool = False) -> None:
         """Why a call failed, for its audit line and its span (the span is current here, not in the audit)."""
@@ -449,9 +474,9 @@ class _CallTimedOut(ToolError):
 
 
 def _result_bytes(result: ToolResult) -> int:
-    text = sum(len(getattr(block, "text", "") or "") for block in result.content)
-    structured = len(json.dumps(result.structured_content, separators=(",", ":"), default=str))
-    return text + (structured if result.structured_content is not None else 0)
+    """Bytes of the answer's text and structured content as JSON on the wire (media is bounded by its tool)."""
+    text = sum(json_size(block.text) for block in result.content if isinstance(block, mcp_types.TextContent))
+    return text + (json_size(result.structured_content) if result.structured_content is not None else 0)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:
