@@ -201,10 +201,17 @@ def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
     assert resident <= 80, resident
     commands = re.findall(r"^- `call ([^\s`]+)", text, re.M)
     assert len(commands) >= 3
+    paged = {
+        tool: set(re.findall(r"`(--limit|--cursor)", options))
+        for options, tools in re.findall(r"((?:`--(?:limit|cursor)[^`]*`[^`]*?)+)page ([a-z_, ]+)\.", text)
+        for tool in tools.split(", ")
+    }
     for tool in commands:
         helped = _run(argv, env, "call", tool, "--help")
         assert helped.returncode == 0, (tool, helped.stderr)
         assert tool in helped.stdout
+        for option in paged.get(tool, ()):  # the skill says it pages with the option: it takes it
+            assert option in helped.stdout, (tool, option)
     lint = subprocess.run(
         [sys.executable, "-m", "skillsaw", "lint", str(skills)], capture_output=True, text=True, timeout=120
     )

@@ -143,6 +143,27 @@ def host_config(
     return {"mcpServers": {name: launch}}
 
 
+def _url_of(settings: ServerSettings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host  # noqa: S104 - read, not bound
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}{settings.path}"
+
+
+def remote_config(host: str, distribution: str, settings: ServerSettings) -> dict[str, Any] | None:
+    """The snippet that points a host at this server served over Streamable HTTP (None where the host's file
+    takes stdio servers only), with the bearer token as a placeholder when the server requires one."""
+    name = distribution.removeprefix("mcp-server-")
+    entry: dict[str, Any] = {"url": _url_of(settings)}
+    if settings.auth_token is not None or settings.auth_token_file is not None:
+        entry["headers"] = {"Authorization": f"Bearer {TOKEN_PLACEHOLDER}"}
+    if host == "vscode":
+        return {"servers": {name: {"type": "http", **entry}}}
+    if host == "cursor":
+        return {"mcpServers": {name: entry}}
+    return None
+
+
+TOKEN_PLACEHOLDER = "your-token"  # noqa: S105 - the placeholder a user replaces, never a value
 PASSWORD_PLACEHOLDER = "your-password"  # noqa: S105 - the placeholder a user replaces, never a value
 
 
@@ -281,6 +302,19 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
         parser.error(problems)
     if command:
         parser.exit(_run_command(spec, settings, command, started=lambda: _start_collecting(collecting)))
+    if print_config and settings.transport == "http":
+        # A stdio entry would make the host start an HTTP server and wait on its stdout for ever: the host is
+        # pointed at the server's URL instead, and the user starts the server.
+        entry = remote_config(print_config, spec.distribution, settings)
+        if entry is None:
+            parser.exit(
+                2,
+                f"{parser.prog}: Claude Desktop's configuration file starts stdio servers only: run the server "
+                "with --transport stdio there, or add its URL as a custom connector in Claude's settings "
+                f"({_url_of(settings)}).\n",
+            )
+        print(json.dumps(entry, indent=2))
+        return
     if print_config:
         arguments, env = settings_in_force(parser, settings)
         env.update(spec.host_env(settings) if spec.host_env is not None else {})

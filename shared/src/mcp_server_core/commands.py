@@ -175,6 +175,13 @@ def argument_kinds(definition: ToolDefinition) -> set[str]:
     return {"paging" if a.name in PAGING else a.kind for a in arguments}
 
 
+def paging_of(definition: ToolDefinition) -> tuple[str, ...]:
+    """Which of the paging pair the tool takes, in the pair's order: a skill names the commands that page, so that
+    no `--limit` is tried on one that has none."""
+    names = {a.name for a in _arguments_of(argument_model(definition))}
+    return tuple(name for name in PAGING if name in names)
+
+
 def usage_line(definition: ToolDefinition) -> str:
     """How to call the tool, in few tokens: `call NAME REQUIRED... [--option V]`, the paging pair left out."""
     words = ["call", definition.name]
@@ -254,7 +261,11 @@ class ToolCommands:
                 if not definition.read_only and self.read_only:
                     raise _UsageError(f"{wanted} writes, and this server is read-only (--read-only).")
                 if definition.needs_session:
-                    raise _UsageError(f"{wanted} changes what an MCP session sees; a command has none.")
+                    raise _UsageError(
+                        f"{wanted} switches toolsets on for an MCP session; a command has none and needs none: "
+                        f"`{self.distribution} tools` lists every command, and `--toolsets NAME,...` (or all) "
+                        "before `call` turns more on."
+                    )
                 raise _UsageError(
                     f"{wanted} is in the toolset {toolset.name!r}, which is off: add --toolsets {toolset.name}."
                 )

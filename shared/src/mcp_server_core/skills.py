@@ -40,11 +40,14 @@ def check_skill_fields(name: str, description: str) -> None:
         raise ValueError(f"skill description: one line of 1-{MAX_DESCRIPTION} characters")
 
 
+_PAGING_WORDS = {"limit": "`--limit N`", "cursor": "`--cursor` (the next_cursor printed)"}
+
+
 def skill_markdown(commands: ToolCommands) -> str:
     """SKILL.md for `commands`. The body is read into the model's context whole, so it holds what a first
     command needs and no more: how a call is written, the exit codes, one line per command of the default
     toolsets (the rest named, with how to list them), and the safety notes."""
-    from mcp_server_core.commands import argument_kinds, task_of, usage_line
+    from mcp_server_core.commands import argument_kinds, paging_of, task_of, usage_line
 
     name = commands.distribution
     description = commands.skill
@@ -52,9 +55,12 @@ def skill_markdown(commands: ToolCommands) -> str:
     listed: dict[bool, list[str]] = {True: [], False: []}
     also_on: dict[str, list[str]] = {}
     kinds: set[str] = set()
+    paged: dict[tuple[str, ...], list[str]] = {}
     for toolset, definition in commands.offered():
         if toolset.default:
             kinds |= argument_kinds(definition)
+            if paging := paging_of(definition):
+                paged.setdefault(paging, []).append(definition.name)
             listed[definition.read_only].append(f"- `{usage_line(definition)}`: {task_of(definition.summary)}")
         else:
             # On by the user's choice, not by default: named, a fraction of the tokens of a line each; the name
@@ -74,11 +80,10 @@ def skill_markdown(commands: ToolCommands) -> str:
                 # A JSON argument's line gives its shape: `?` marks an optional field.
                 *(["In a JSON shape, `?` marks an optional field."] if "json" in kinds else []),
                 "`--json` prints the structured result.",
-                *(
-                    ["Lists page with `--limit N` and `--cursor` (the next_cursor printed)."]
-                    if "paging" in kinds
-                    else []
-                ),
+                *[
+                    f"{' and '.join(_PAGING_WORDS[p] for p in paging)} page {', '.join(names)}."
+                    for paging, names in paged.items()
+                ],
             ]
         ),
         "Exit 0: done, the result on stdout. 1: the tool failed; stderr says why and what to try. 2: fix the command.",
