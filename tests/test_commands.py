@@ -119,6 +119,9 @@ def test_exit_status_says_which_side_failed(tmp_path: Path) -> None:
     tool_help = _run(argv, env, "call", "write-note", "--help")  # dashes work as in any command
     assert tool_help.returncode == 0
     assert "--overwrite" in tool_help.stdout
+    discovery = _run([*argv, "--toolsets", "dynamic"], env, "call", "list_toolsets")
+    assert discovery.returncode == 2
+    assert "mcp-server-template tools" in discovery.stderr  # what to do instead, not only why not
 
 
 def test_read_only_holds_on_the_command_track_seen_from_outside(tmp_path: Path) -> None:

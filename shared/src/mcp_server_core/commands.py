@@ -164,6 +164,9 @@ def _arguments_of(model: type[BaseModel]) -> list[_Argument]:
     return found
 
 
+_DISCOVERY = frozenset({"list_toolsets", "enable_toolset"})
+"""The MCP track's discovery pair (toolsets.add_discovery): named on the command track only to say why not."""
+
 PAGING = ("limit", "cursor")
 """The family's paging pair, said once in a skill rather than on every listing's line."""
 
@@ -261,16 +264,21 @@ class ToolCommands:
                 if not definition.read_only and self.read_only:
                     raise _UsageError(f"{wanted} writes, and this server is read-only (--read-only).")
                 if definition.needs_session:
-                    raise _UsageError(
-                        f"{wanted} switches toolsets on for an MCP session; a command has none and needs none: "
-                        f"`{self.distribution} tools` lists every command, and `--toolsets NAME,...` (or all) "
-                        "before `call` turns more on."
-                    )
+                    raise self._no_session(wanted)
                 raise _UsageError(
                     f"{wanted} is in the toolset {toolset.name!r}, which is off: add --toolsets {toolset.name}."
                 )
+        if wanted in _DISCOVERY:
+            raise self._no_session(wanted)
         known = [d.name for _, d in self.offered()]
         raise _UsageError(f"no tool {wanted!r}. {did_you_mean(wanted, known, noun='tool')}")
+
+    def _no_session(self, wanted: str) -> _UsageError:
+        return _UsageError(
+            f"{wanted} switches toolsets on for an MCP session; a command has none and needs none: "
+            f"`{self.distribution} tools` lists every command, and `--toolsets NAME,...` (or all) before `call` "
+            "turns more on."
+        )
 
     # --- the three commands --------------------------------------------------------------------------------------
 
