@@ -270,7 +270,7 @@ async def test_a_skills_client_lists_and_reads_the_skill_the_skill_command_write
 
     from fastmcp import Client
     from fastmcp.skills import SkillsClientExtension
-    from mcp_server_core.cli import _parser, build
+    from mcp_server_core.tracks.cli import _parser, build
 
     argv, env = _launch(server, tmp_path, github_fake)
     written = _run(argv, env, "skill")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp_server_core import ReferenceServer, ServerSettings, ServerSpec, run
-from mcp_server_core.cli import host_config
+from mcp_server_core.tracks.cli import host_config
 from pydantic_settings import SettingsConfigDict
 
 from .conftest import arithmetic, writing
@@ -159,7 +159,7 @@ def test_a_token_too_short_to_be_secret_is_refused_at_start(
 
 def test_every_shared_setting_has_a_flag_of_its_own_name() -> None:
     """Docs name flags; a setting only the environment could set would make them lie (--resumable did)."""
-    from mcp_server_core.cli import _parser
+    from mcp_server_core.tracks.cli import _parser
 
     dests = {action.dest for action in _parser(SPEC)._actions}
     secret_only = {"auth_token"}  # tokens never go on argv, where `ps` shows them

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 from mcp_server_core import NotFound, RateLimited, did_you_mean, redact, register_secret
-from mcp_server_core.errors import RedactingFormatter
+from mcp_server_core.conventions.errors import RedactingFormatter
 
 
 @pytest.mark.parametrize(

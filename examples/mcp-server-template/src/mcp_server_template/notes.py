@@ -27,7 +27,7 @@ from mcp_server_core import (
     did_you_mean,
     encode_cursor,
 )
-from mcp_server_core.conventions import unadvertised
+from mcp_server_core.conventions.tools import unadvertised
 from pydantic import BaseModel, Field
 
 NOTE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"

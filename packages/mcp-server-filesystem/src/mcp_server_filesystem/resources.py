@@ -22,7 +22,7 @@ from fastmcp.resources.base import ResourceResult
 from fastmcp.server.providers import Provider
 from fastmcp.utilities.versions import VersionSpec
 from mcp_server_core import InvalidArgument, NotFound, ToolFailure
-from mcp_server_core.notifications import ChangeHub
+from mcp_server_core.protocol.notifications import ChangeHub
 from pydantic import PrivateAttr
 
 from mcp_server_filesystem.reading import decode_text, media_type, sniff_binary

@@ -27,7 +27,7 @@ from mcp_server_core import (
     decode_cursor,
     encode_cursor,
 )
-from mcp_server_core.conventions import unadvertised
+from mcp_server_core.conventions.tools import unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256

@@ -27,7 +27,7 @@ from mcp_server_core import (
     did_you_mean,
     report_progress,
 )
-from mcp_server_core.untrusted import strip_invisible
+from mcp_server_core.conventions.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from mcp_server_core import Rendered, take_within_budget
-from mcp_server_core.untrusted import Cleaned, clean, fence
+from mcp_server_core.conventions.untrusted import Cleaned, clean, fence
 from pydantic import PrivateAttr
 
 from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks

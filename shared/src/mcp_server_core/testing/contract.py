@@ -29,9 +29,9 @@ from fastmcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from mcp_server_core.conventions import DEFAULT_BUDGET
-from mcp_server_core.errors import redact
-from mcp_server_core.server import ReferenceServer
+from mcp_server_core.conventions.errors import redact
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET
+from mcp_server_core.protocol.server import ReferenceServer
 from mcp_server_core.testing.hostile import assert_within_budget
 from mcp_server_core.testing.wire import StdioWire
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server_core.budget import cut_text, fit_structure, json_size
-from mcp_server_core.errors import InvalidArgument, ToolFailure
+from mcp_server_core.conventions.budget import cut_text, fit_structure, json_size
+from mcp_server_core.conventions.errors import InvalidArgument, ToolFailure
 
 if TYPE_CHECKING:
     import mcp_types

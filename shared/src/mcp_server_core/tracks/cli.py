@@ -25,14 +25,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr, ValidationError
 
-from mcp_server_core.commands import COMMANDS
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.tracks.commands import COMMANDS
 
 if TYPE_CHECKING:
     # Imported when serving only: a command, --help and --print-config do not pay for fastmcp.
-    from mcp_server_core.commands import ToolCommands
-    from mcp_server_core.server import ReferenceServer
-    from mcp_server_core.toolsets import Toolset
+    from mcp_server_core.protocol.server import ReferenceServer
+    from mcp_server_core.protocol.toolsets import Toolset
+    from mcp_server_core.tracks.commands import ToolCommands
 
 __all__ = ["ServerSpec", "build", "host_config", "run"]
 
@@ -320,11 +320,11 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
         env.update(spec.host_env(settings) if spec.host_env is not None else {})
         print(json.dumps(host_config(print_config, spec.distribution, arguments, env), indent=2))
         return
-    from mcp_server_core.serving import serve, serve_workers
+    from mcp_server_core.transport.serving import serve, serve_workers
 
     try:
         if settings.workers > 1:
-            from mcp_server_core.http import check_http_settings
+            from mcp_server_core.transport.http import check_http_settings
 
             check_http_settings(settings)  # refuse in the parent, before any worker starts
             _start_collecting(collecting)  # before the fork, so the workers share the frozen pages too
@@ -343,7 +343,7 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
 
 def _commands(spec: ServerSpec[Any], settings: ServerSettings, toolsets: Sequence[Toolset]) -> ToolCommands:
     """The command-line track of `spec` over `toolsets`: what `call` runs and what the Skill teaches."""
-    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.tracks.commands import ToolCommands
 
     return ToolCommands(
         spec.distribution,
@@ -362,7 +362,7 @@ def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
     track's Agent Skill over MCP (`skill://NAME/SKILL.md`, `skills/list`), the text `NAME skill` prints."""
     server = _builder(spec)(settings)
     if spec.toolsets is not None:
-        from mcp_server_core.skills import serve_skill
+        from mcp_server_core.tracks.skills import serve_skill
 
         # The server's own toolsets: the same definitions as the command track's, without opening what
         # `spec.toolsets` opens (a pool, a client) a second time.
@@ -373,7 +373,7 @@ def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
 def _run_command(
     spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str], *, started: Callable[[], None]
 ) -> int:
-    from mcp_server_core.errors import configure_logging
+    from mcp_server_core.conventions.errors import configure_logging
 
     assert spec.toolsets is not None
     configure_logging(settings.log_level)  # stderr, redacted, as the server's; stdout holds the result only

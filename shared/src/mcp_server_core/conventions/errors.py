@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcp_server_core.settings import LogLevel
+    from mcp_server_core.conventions.settings import LogLevel
 
 __all__ = [
     "Conflict",

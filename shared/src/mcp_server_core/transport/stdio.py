@@ -31,7 +31,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
+from mcp_server_core.transport.jsonrpc import MessageRefused, error_message, read_message
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 

@@ -17,14 +17,30 @@ so what a host reads over MCP is byte for byte what `mcp-server-X skill` writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.conventions.tools import ToolDefinition
+    from mcp_server_core.protocol.toolsets import Toolset
+
+
+class ToolCommands(Protocol):
+    """What a skill is written from: the command track's tools (commands.ToolCommands), named here so that the
+    skill needs only this, not the module that runs the commands."""
+
+    distribution: str
+    skill: str
+    toolsets: list[Toolset]
+    enabled: list[str]
+    notes: list[str]
+    read_only: bool
+
+    def offered(self) -> Iterator[tuple[Toolset, ToolDefinition]]: ...
+
 
 __all__ = ["check_skill_fields", "serve_skill", "skill_markdown", "write_skill"]
 
@@ -47,7 +63,7 @@ def skill_markdown(commands: ToolCommands) -> str:
     """SKILL.md for `commands`. The body is read into the model's context whole, so it holds what a first
     command needs and no more: how a call is written, the exit codes, one line per command of the default
     toolsets (the rest named, with how to list them), and the safety notes."""
-    from mcp_server_core.commands import argument_kinds, paging_of, task_of, usage_line
+    from mcp_server_core.tracks.arguments import argument_kinds, paging_of, task_of, usage_line
 
     name = commands.distribution
     description = commands.skill
