@@ -35,7 +35,9 @@ from dataclasses import dataclass
 
 from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure
 
-__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "describe_mode", "printable"]
+from mcp_server_filesystem.renames import exchange, rename_noreplace
+
+__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "describe_mode", "printable", "read_fd"]
 
 TEMP_SUFFIX = ".mcp-tmp"
 """Suffix of the temporary files of atomic writes; the watcher ignores them."""
@@ -327,16 +329,7 @@ class Sandbox:
 
     def read_bytes(self, location: Location, max_bytes: int | None = None) -> bytes:
         with self.open_file(location) as (fd, info):
-            wanted = info.st_size if max_bytes is None else min(info.st_size, max_bytes)
-            chunks = []
-            remaining = wanted
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
+            return read_fd(fd, info.st_size if max_bytes is None else min(info.st_size, max_bytes))
 
     def iter_chunks(self, location: Location) -> Iterator[bytes]:
         """The file's bytes in 1 MiB pieces (for copies: memory stays flat)."""
@@ -352,11 +345,14 @@ class Sandbox:
         create_only: bool = False,
         make_parents: bool = False,
         mode: int | None = None,
+        replacing: bytes | None = None,
     ) -> bool:
         """Replace (or create) the file atomically: temp file, fsync, rename, all relative to the parent's fd.
 
         Keeps the permission bits of the file it replaces; a new file gets 0666 less the umask. With
-        `create_only`, an existing name makes it fail with `Conflict` (linkat refuses to overwrite).
+        `create_only`, an existing name makes it fail with `Conflict` (linkat refuses to overwrite). With
+        `replacing`, the file is replaced only if it still holds exactly those bytes (what an edit was made
+        from), checked and replaced in one step; otherwise `Conflict` and the file is left as it is.
         Returns True if the file was created.
         """
         with self.open_parent(location, create=make_parents) as parent:
@@ -366,6 +362,8 @@ class Sandbox:
                 existing = os.stat(leaf, dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
                 existing = None
+            if existing is None and replacing is not None:
+                raise self._replaced_meanwhile(location, "was deleted")
             if existing is not None:
                 if create_only:
                     raise Conflict(
@@ -391,9 +389,12 @@ class Sandbox:
                     elif mode is not None:
                         os.fchmod(fd, stat.S_IMODE(mode) & ~_UMASK)
                     os.fsync(fd)
+                    ours = os.fstat(fd)
                 finally:
                     os.close(fd)
-                if existing is None:
+                if replacing is not None:
+                    self._replace_if_unchanged(parent, temp, leaf, location, replacing, ours)
+                elif existing is None:
                     self._link_new(parent, temp, leaf, location)
                 else:
                     os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
@@ -404,6 +405,37 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 os.fsync(parent)
             return existing is None
+
+    def _replace_if_unchanged(
+        self, parent: int, temp: str, leaf: str, location: Location, expected: bytes, ours: os.stat_result
+    ) -> None:
+        """Swap the new file in, then check that what came out is the version the change was made from.
+
+        Another program's rename can land between the read and the replace; after the exchange what it put
+        there sits under the temporary name, so it is swapped back, never deleted, and the call conflicts.
+        """
+        if not exchange(parent, temp, leaf):
+            # No RENAME_EXCHANGE here: check again just before the rename (a narrower window, not none).
+            if not _holds(parent, leaf, expected):
+                raise self._replaced_meanwhile(location, "changed")
+            os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
+            return
+        if _holds(parent, temp, expected):
+            os.unlink(temp, dir_fd=parent)  # the version the change was made from: replaced, as asked
+            return
+        exchange(parent, temp, leaf)
+        with contextlib.suppress(OSError):
+            swapped = os.stat(temp, dir_fd=parent, follow_symlinks=False)
+            if (swapped.st_dev, swapped.st_ino) == (ours.st_dev, ours.st_ino):
+                os.unlink(temp, dir_fd=parent)
+        raise self._replaced_meanwhile(location, "changed")
+
+    def _replaced_meanwhile(self, location: Location, what: str) -> Conflict:
+        return Conflict(
+            f"{location.shown!r} {what} while the edit was being made (another program replaced it); "
+            "it was left as that program made it and nothing was written.",
+            hint="Read it again and redo the edit against what it holds now.",
+        )
 
     def _link_new(self, parent: int, temp: str, leaf: str, location: Location) -> None:
         # linkat never overwrites: a name that appeared since the check is a Conflict, not a clobber.
@@ -476,7 +508,52 @@ class Sandbox:
                 existing = None
             if existing is not None and not overwrite:
                 raise Conflict(f"{target.shown!r} already exists.", hint="Pass overwrite=true to replace it.")
-            os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+            if overwrite:
+                os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+                return
+            try:
+                # One step: a name created after the check above is refused by the kernel, not replaced.
+                done = rename_noreplace(src_parent, leaf, dst_parent, new)
+            except FileExistsError:
+                raise Conflict(
+                    f"{target.shown!r} was created by someone else meanwhile; nothing was moved.",
+                    hint="Pass overwrite=true to replace it, or pick a new name.",
+                ) from None
+            if not done:
+                os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+
+
+def read_fd(fd: int, wanted: int) -> bytes:
+    """Up to `wanted` bytes from the fd's position, in 1 MiB reads."""
+    chunks = []
+    remaining = wanted
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _holds(parent: int, name: str, expected: bytes) -> bool:
+    """Whether `name` is a regular file with exactly these bytes (read in pieces, stopping at a difference)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=parent)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(expected):
+            return False
+        offset = 0
+        while chunk := os.read(fd, 1 << 20):
+            if expected[offset : offset + len(chunk)] != chunk:
+                return False
+            offset += len(chunk)
+        return offset == len(expected)
+    finally:
+        os.close(fd)
 
 
 def _realpath(path: str, sandbox: Sandbox) -> str:

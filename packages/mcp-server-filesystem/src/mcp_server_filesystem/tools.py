@@ -30,10 +30,10 @@ from mcp_server_core import (
 from mcp_server_core.conventions import unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256
+from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
-from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
+from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable, read_fd
 from mcp_server_filesystem.search import Hit, compile_query, search_files
 from mcp_server_filesystem.walk import Entry, WalkOptions, walk
 
@@ -249,7 +249,14 @@ def _edit(
     box: Sandbox, path: str, edits: list[Edit], dry_run: bool, expected_sha256: str | None
 ) -> tuple[str, Location | None]:
     location = box.locate(path)
-    data = box.read_bytes(location)
+    with box.open_file(location) as (fd, info):
+        # Sized before it is read: a sparse 10 GiB file is free on disk and would take 10 GiB of memory.
+        if info.st_size > MAX_EDIT_BYTES:
+            raise InvalidArgument(
+                f"{location.shown!r} is {info.st_size:,} bytes, over the {MAX_EDIT_BYTES:,} edit_file takes.",
+                hint="Replace it whole with write_file, or find the part to change with search_text.",
+            )
+        data = read_fd(fd, MAX_EDIT_BYTES + 1)  # a file that grew since fstat is refused by apply_edits
     check_hash(data, expected_sha256, location.shown)
     outcome = apply_edits(data, edits, location.shown)
     notes = "".join(f"{note}\n" for note in outcome.notes)
@@ -260,7 +267,7 @@ def _edit(
             f"Dry run: nothing written. {len(edits)} edit(s) to {location.shown} would give:\n{notes}{outcome.diff}",
             None,
         )
-    box.write_atomic(location, outcome.data)
+    box.write_atomic(location, outcome.data, replacing=data)
     head = f"Edited {location.shown} (sha256 {short_sha256(outcome.data)}):\n"
     return head + notes + outcome.diff, location
 
