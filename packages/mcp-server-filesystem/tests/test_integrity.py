@@ -71,6 +71,50 @@ async def test_a_guarded_edit_never_destroys_a_version_renamed_over_it_meanwhile
     assert not [p for p in os.listdir(root) if p.endswith(".mcp-tmp")]
 
 
+def _create_by_link(existing: Path, name: Path, delay: float, created: list[bool]) -> None:
+    time.sleep(delay)  # a jitter, not a wait for readiness: the race is the point
+    try:
+        os.link(existing, name)
+    except FileExistsError:
+        created.append(False)
+    else:
+        created.append(True)
+
+
+async def test_a_move_without_overwrite_never_replaces_a_file_created_meanwhile(
+    client: Client[Any], call: Any, root: Path
+) -> None:
+    """Another process creates the destination (without clobbering: a hard link) while the move runs: either
+    the move conflicts or the creator finds the name taken; never are both done, which loses a file."""
+    source, destination, theirs = root / "draft.txt", root / "final.txt", root / "theirs.txt"
+    theirs.write_bytes(b"theirs\n")
+    spans = []
+    for _ in range(5):
+        source.write_bytes(b"ours\n")
+        started = time.perf_counter()
+        await call(client, "move_path", source="draft.txt", destination="final.txt")
+        spans.append(time.perf_counter() - started)
+        destination.unlink()
+    span = min(spans)
+    rng = random.Random(26)
+    both = 0
+    for _ in range(500):
+        source.write_bytes(b"ours\n")
+        created: list[bool] = []
+        creator = threading.Thread(target=_create_by_link, args=(theirs, destination, rng.uniform(0, span), created))
+        creator.start()
+        failed, text = await call(client, "move_path", source="draft.txt", destination="final.txt")
+        creator.join()
+        if created[0] and not failed:
+            both += 1
+        elif failed:
+            assert "already exists" in text or "meanwhile" in text, text
+            assert source.read_bytes() == b"ours\n"
+            assert destination.read_bytes() == b"theirs\n"
+        destination.unlink()
+    assert both == 0, f"{both} of 500 moves replaced a file created meanwhile"
+
+
 # --- memory before the size check -------------------------------------------------------------------------
 
 
