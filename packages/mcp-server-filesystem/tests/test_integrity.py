@@ -5,16 +5,22 @@ Each test checks the effect on the real tree (or the spawned server's memory), n
 
 from __future__ import annotations
 
+import array
+import fcntl
 import hashlib
 import os
 import random
+import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastmcp import Client
 from mcp_server_core.testing import StdioWire, python_module
+from mcp_server_filesystem.walk import MAX_WALK_DEPTH
 
 V1 = b"version=1\nbody line\n"
 V2 = b"version=2\nbody line\n"
@@ -141,3 +147,186 @@ def test_editing_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path: Path)
     assert "1,073,741,824 bytes" in result["content"][0]["text"]
     assert "write_file" in result["content"][0]["text"]
     assert huge.stat().st_size == 1 << 30
+
+
+# --- deep trees ----------------------------------------------------------------------------------------------
+
+DEPTH = 2_000
+
+
+def _chain(top: Path, depth: int) -> None:
+    """`top/d/d/.../d/leaf.txt`, `depth` directories deep: made fd by fd, past what a path can name."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        leaf = os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, b"needle\n")
+        os.close(leaf)
+    finally:
+        os.close(fd)
+
+
+def _unchain(top: Path) -> None:
+    """Remove what `_chain` made (and whatever a failed call left) without recursion."""
+    if not top.exists():
+        return
+    stack = [(os.open(top, os.O_RDONLY | os.O_DIRECTORY), "")]
+    while stack:
+        fd, _name = stack[-1]
+        below = None
+        with os.scandir(fd) as scan:
+            for entry in scan:
+                if entry.is_dir(follow_symlinks=False):
+                    below = entry.name
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+        if below is not None:
+            stack.append((os.open(below, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd), below))
+            continue
+        os.close(fd)
+        stack.pop()
+        if stack:
+            os.rmdir(_name, dir_fd=stack[-1][0])
+    top.rmdir()
+
+
+@pytest.fixture
+def deep_root(tmp_path: Path) -> Iterator[Path]:
+    """An allowed directory holding `deep`, a 2,000-level chain: on tmpfs where there is one (ext4 took
+    seconds to remove the chain, tmpfs milliseconds)."""
+    shm = Path("/dev/shm")
+    base = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path / "shm"
+    base.mkdir(exist_ok=True)
+    (base / "deep").mkdir()
+    _chain(base / "deep", DEPTH)
+    yield base
+    _unchain(base)
+
+
+@pytest.fixture
+async def deep_client(deep_root: Path, make_server: Any) -> AsyncIterator[Client[Any]]:
+    async with Client(make_server(deep_root)) as connected:
+        yield connected
+
+
+def _leftovers(root: Path) -> list[str]:
+    return [name for name in os.listdir(root) if name != "deep"]
+
+
+async def test_name_search_in_a_2000_deep_tree_answers_and_says_where_it_stopped(
+    deep_client: Client[Any], call: Any, deep_root: Path
+) -> None:
+    failed, text = await call(deep_client, "find_files", pattern="leaf.txt", path="deep")
+    assert not failed, text
+    assert "failed unexpectedly" not in text
+    assert "No path matches." in text
+    assert f"deeper than {MAX_WALK_DEPTH} levels" in text
+
+
+async def test_content_search_in_a_2000_deep_tree_answers_and_says_where_it_stopped(
+    deep_client: Client[Any], call: Any, deep_root: Path
+) -> None:
+    failed, text = await call(deep_client, "search_text", query="needle", path="deep")
+    assert not failed, text
+    assert f"deeper than {MAX_WALK_DEPTH} levels" in text
+
+
+async def test_copying_a_2000_deep_tree_is_refused_and_leaves_nothing_behind(
+    deep_client: Client[Any], call: Any, deep_root: Path
+) -> None:
+    failed, text = await call(deep_client, "move_path", source="deep", destination="copy", copy=True)
+    assert failed
+    assert f"deeper than {MAX_WALK_DEPTH} levels" in text
+    assert "nothing was copied" in text
+    assert _leftovers(deep_root) == []
+
+
+async def test_a_recursive_delete_of_a_2000_deep_tree_removes_it_all(
+    deep_client: Client[Any], call: Any, deep_root: Path
+) -> None:
+    failed, text = await call(deep_client, "delete_path", path="deep", recursive=True)
+    assert not failed, text
+    assert text == "deleted directory deep"
+    assert not (deep_root / "deep").exists()
+
+
+def _set_immutable(path: Path, *, on: bool) -> bool:
+    """chattr +i / -i through the ioctl; False where the filesystem or the user cannot."""
+    get_flags, set_flags, immutable = 0x80086601, 0x40086602, 0x10
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, get_flags, flags, True)
+        flags[0] = flags[0] | immutable if on else flags[0] & ~immutable
+        fcntl.ioctl(fd, set_flags, flags, True)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+async def test_a_recursive_delete_that_cannot_finish_says_what_remains(
+    client: Client[Any], call: Any, root: Path
+) -> None:
+    """An immutable file (chattr +i stops even root) cannot go: the rest goes, and the answer names what stays."""
+    (root / "tree" / "a" / "b").mkdir(parents=True)
+    (root / "tree" / "a" / "gone.txt").write_text("x\n")
+    (root / "tree" / "other").mkdir()
+    stuck = root / "tree" / "a" / "b" / "stuck.txt"
+    stuck.write_text("immutable\n")
+    if not _set_immutable(stuck, on=True):
+        pytest.skip("chattr +i is not available here (needs root and a filesystem with the flag, e.g. ext4)")
+    try:
+        failed, text = await call(client, "delete_path", path="tree", recursive=True)
+    finally:
+        _set_immutable(stuck, on=False)
+    assert failed
+    assert "tree/a/b/stuck.txt" in text
+    assert "remain" in text
+    assert "EPERM" in text, text
+    assert sorted(str(p.relative_to(root)) for p in (root / "tree").rglob("*")) == [
+        "tree/a",
+        "tree/a/b",
+        "tree/a/b/stuck.txt",
+    ]
+
+
+# --- nested roots ------------------------------------------------------------------------------------------
+
+
+async def _copy_into_itself(client: Client[Any], call: Any, outer: Path) -> None:
+    before = _snapshot_names(outer)
+    failed, text = await call(client, "move_path", source=str(outer), destination=str(outer / "b" / "c"), copy=True)
+    assert failed
+    assert "cannot be copied into itself" in text
+    assert _snapshot_names(outer) == before
+
+
+def _snapshot_names(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+async def test_a_root_is_not_copied_into_its_own_subfolder_whatever_the_order_of_the_roots(
+    make_server: Any, call: Any, tmp_path: Path
+) -> None:
+    outer = tmp_path / "A"
+    (outer / "b").mkdir(parents=True)
+    (outer / "b" / "f.txt").write_text("x\n")
+    for roots in ((outer / "b", outer), (outer, outer / "b")):
+        async with Client(make_server(*roots)) as client:
+            await _copy_into_itself(client, call, outer)
+
+
+async def test_client_roots_nested_inner_first_cannot_copy_a_root_into_itself(
+    make_server: Any, call: Any, tmp_path: Path
+) -> None:
+    outer = tmp_path / "A"
+    (outer / "b").mkdir(parents=True)
+    client_roots = [(outer / "b").as_uri(), outer.as_uri()]
+    async with Client(make_server(outer), mode="legacy", roots=client_roots) as client:
+        await _copy_into_itself(client, call, outer)

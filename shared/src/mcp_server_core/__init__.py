@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         ToolFailure,
         Unavailable,
         did_you_mean,
+        os_failure,
         redact,
         register_secret,
     )
@@ -77,6 +78,7 @@ _EXPORTS = {
     "ToolFailure": "errors",
     "Unavailable": "errors",
     "did_you_mean": "errors",
+    "os_failure": "errors",
     "redact": "errors",
     "register_secret": "errors",
     "ChangeHub": "notifications",
@@ -120,6 +122,7 @@ __all__ = [
     "did_you_mean",
     "encode_cursor",
     "note_in_answer",
+    "os_failure",
     "redact",
     "register_secret",
     "report_progress",

@@ -33,11 +33,11 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure
+from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure, os_failure
 
 from mcp_server_filesystem.renames import exchange, rename_noreplace
 
-__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "describe_mode", "printable", "read_fd"]
+__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "climb", "describe_mode", "printable", "read_fd"]
 
 TEMP_SUFFIX = ".mcp-tmp"
 """Suffix of the temporary files of atomic writes; the watcher ignores them."""
@@ -470,8 +470,6 @@ class Sandbox:
         """Delete a file, a symlink (never its target) or a directory; returns the kind removed."""
         if not location.parts:
             raise self.refused(f"{location.shown!r} is an allowed root; it cannot be deleted.")
-        import shutil
-
         with self.open_parent(location) as parent:
             leaf = location.parts[-1]
             try:
@@ -491,9 +489,131 @@ class Sandbox:
                         ) from None
                     raise
                 return "directory"
-            # fd-based rmtree: it never follows a symlink out of the tree it deletes.
-            shutil.rmtree(leaf, dir_fd=parent)
+            self.remove_tree(parent, leaf, location)
             return "directory"
+
+    def remove_tree(self, parent: int, leaf: str, location: Location) -> None:
+        """rm -r of `leaf` in `parent`, iterative and holding one directory fd whatever the depth.
+
+        It never follows a symlink (each directory is opened `O_NOFOLLOW` and left with `..` checked to be the
+        one it came from). What cannot be removed is passed over, the rest still goes, and the failure names
+        what remains and why.
+        """
+        failures: list[tuple[str, OSError]] = []
+        current = os.open(leaf, _DIR_FLAGS, dir_fd=parent)
+        levels = [_Doomed(leaf, "", _identity(current), _clear(current, "", failures))]
+        while levels:
+            level = levels[-1]
+            if level.subdirs:
+                name = level.subdirs.pop()
+                rel = f"{level.rel}/{name}" if level.rel else name
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=current)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    failures.append((rel, exc))
+                    continue
+                os.close(current)
+                current = child
+                levels.append(_Doomed(name, rel, _identity(current), _clear(current, rel, failures)))
+                continue
+            levels.pop()
+            if not levels:
+                os.close(current)
+                current = -1
+                try:
+                    os.rmdir(leaf, dir_fd=parent)
+                except OSError as exc:
+                    if exc.errno != errno.ENOTEMPTY:  # not empty: what the failures left, already named
+                        failures.append(("", exc))
+                break
+            current = climb(current, levels[-1].identity)
+            if current < 0:
+                raise Conflict(
+                    f"A directory under {location.shown!r} was moved while it was being deleted; the delete stopped.",
+                    hint="List it to see what remains, then delete again.",
+                )
+            try:
+                os.rmdir(level.name, dir_fd=current)
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    failures.append((level.rel, exc))
+        if failures:
+            raise self._partly_deleted(location, failures)
+
+    def _partly_deleted(self, location: Location, failures: list[tuple[str, OSError]]) -> ToolFailure:
+        first_rel, first = failures[0]
+        cause = os_failure(first, f"Deleting {location.shown}/{printable(first_rel)}")
+        named = ", ".join(f"{location.shown}/{printable(rel)}".rstrip("/") for rel, _ in failures[:5])
+        more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+        return type(cause)(
+            f"{location.shown!r} was deleted only in part: {len(failures)} entries could not be removed, so they "
+            f"and the directories holding them remain: {named}{more}. {cause}"
+        )
+
+    def contains(self, outer: Location, inner: Location) -> bool:
+        """Whether `inner` is `outer` or lies below it, judged by the real places (device and inode of each
+        directory from `inner`'s nearest existing one up to /), not by how roots and paths are spelled: with
+        nested roots, or a bind mount, one place has several names."""
+        try:
+            with self.open_dir(outer) as fd:
+                wanted = _identity(fd)
+        except ToolFailure:
+            return False  # not a directory: nothing lies inside it
+        current = -1
+        for depth in range(len(inner.parts), -1, -1):
+            try:
+                current = self._walk(inner.root, inner.parts[:depth], create=False, location=inner)
+                break
+            except ToolFailure:
+                continue
+        if current < 0:
+            return False
+        try:
+            while True:
+                here = _identity(current)
+                if here == wanted:
+                    return True
+                parent = os.open("..", _DIR_FLAGS, dir_fd=current)
+                os.close(current)
+                current = parent
+                if _identity(current) == here:
+                    return False  # / is its own parent
+        finally:
+            os.close(current)
+
+    def make_staging(self, location: Location) -> Location:
+        """A new hidden directory beside `location` (parents made) to build a tree in before it is published."""
+        with self.open_parent(location, create=True) as parent:
+            name = f".{location.parts[-1][:40]}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            os.mkdir(name, 0o700, dir_fd=parent)
+        return self.location_of(location.root, (*location.parts[:-1], name))
+
+    def publish(self, staging: Location, target: Location, *, overwrite: bool) -> None:
+        """Put the tree built at `staging` in `target`'s place in one step; an existing tree there is replaced
+        only with `overwrite` (swapped out, then deleted)."""
+        with self.open_parent(target) as parent:
+            temp, leaf = staging.parts[-1], target.parts[-1]
+            try:
+                if rename_noreplace(parent, temp, parent, leaf):
+                    return
+            except FileExistsError:
+                if not overwrite:
+                    raise Conflict(
+                        f"{target.shown!r} was created by someone else meanwhile; nothing was copied.",
+                        hint="Pass overwrite=true to replace it, or pick a new name.",
+                    ) from None
+                if exchange(parent, temp, leaf):
+                    self.remove_tree(parent, temp, staging)  # the replaced tree, now under the staging name
+                    return
+            # No renameat2 here: a plain rename, which replaces an empty directory only.
+            os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
+
+    def discard(self, staging: Location) -> None:
+        """Remove a staging tree after a failure; what cannot be removed stays hidden and is logged by the caller."""
+        with contextlib.suppress(OSError, ToolFailure), self.open_parent(staging) as parent:
+            self.remove_tree(parent, staging.parts[-1], staging)
 
     def rename(self, source: Location, target: Location, *, overwrite: bool) -> None:
         with self.open_parent(source) as src_parent, self.open_parent(target) as dst_parent:
@@ -521,6 +641,57 @@ class Sandbox:
                 ) from None
             if not done:
                 os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+
+
+@dataclass
+class _Doomed:
+    """A directory being emptied: its name in its parent, its path below the deleted one, and what is left."""
+
+    name: str
+    rel: str
+    identity: tuple[int, int]
+    subdirs: list[str]
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _clear(fd: int, rel: str, failures: list[tuple[str, OSError]]) -> list[str]:
+    """Unlink everything in the directory but its subdirectories, which are returned."""
+    try:
+        with os.scandir(fd) as scan:
+            listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in scan]
+    except OSError as exc:
+        failures.append((rel, exc))
+        return []
+    subdirs = []
+    for name, is_dir in listed:
+        if is_dir:
+            subdirs.append(name)
+            continue
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failures.append((f"{rel}/{name}" if rel else name, exc))
+    return subdirs
+
+
+def climb(fd: int, identity: tuple[int, int]) -> int:
+    """The parent of `fd` if it is still the directory a walk came from (device, inode), else -1; closes `fd`."""
+    try:
+        parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+    except OSError:
+        return -1
+    finally:
+        os.close(fd)
+    if _identity(parent) != identity:
+        os.close(parent)
+        return -1
+    return parent
 
 
 def read_fd(fd: int, wanted: int) -> bytes:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp_server_core import (
+    Conflict,
     Cursor,
     InvalidArgument,
     Limit,
     Media,
+    NotFound,
     Refused,
     Rendered,
     ToolFailure,
@@ -35,7 +37,7 @@ from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable, read_fd
 from mcp_server_filesystem.search import Hit, compile_query, search_files
-from mcp_server_filesystem.walk import Entry, WalkOptions, walk
+from mcp_server_filesystem.walk import MAX_WALK_DEPTH, Entry, WalkOptions, WalkReport, walk
 
 if TYPE_CHECKING:
     from mcp_server_filesystem.roots import ClientRoots
@@ -142,10 +144,15 @@ class DirListing(Rendered):
 class FoundPaths(Rendered):
     paths: list[str]
     next_cursor: str | None = None
+    _note: str = PrivateAttr(default="")
 
     def render(self) -> str:
         body = "\n".join(self.paths) or "No path matches."
-        return body + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+        return (
+            body
+            + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+            + (f"\n{self._note}" if self._note else "")
+        )
 
 
 class SearchResult(Rendered):
@@ -155,14 +162,16 @@ class SearchResult(Rendered):
     _grouped: str = PrivateAttr(default="")
     _files_searched: int = PrivateAttr(default=0)
     _skipped: int = PrivateAttr(default=0)
+    _note: str = PrivateAttr(default="")
 
     def render(self) -> str:
         skipped = f", {self._skipped} binary skipped" if self._skipped else ""
-        if self._grouped and not skipped and not self.next_cursor:
+        if self._grouped and not skipped and not self.next_cursor and not self._note:
             return self._grouped  # complete, as grep's would be: a tally would only count the lines above
         tail = f"({self.matches} matching lines, {self._files_searched} files searched{skipped})"
         body = self._grouped or "No match."
-        return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")
+        note = f"\n{self._note}" if self._note else ""
+        return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "") + note
 
 
 def _grouped(hits: list[Hit]) -> str:
@@ -281,36 +290,56 @@ def _copy(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
         return f"copied {src.shown} to {dst.shown} ({info.st_size:,} bytes)", dst
     if not stat.S_ISDIR(info.st_mode):
         raise box.refused(f"{src.shown!r} is a {describe_mode(info.st_mode)}; only files and directories are copied.")
-    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+    if box.contains(src, dst):
         raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; a directory cannot be copied into itself.")
-    if not overwrite:
-        try:
-            box.lstat(dst)
-        except ToolFailure:
-            pass
-        else:
+    try:
+        existing: os.stat_result | None = box.lstat(dst)
+    except NotFound:
+        existing = None
+    if existing is not None:
+        if not overwrite:
             raise _exists(dst)
-    box.make_directory(dst)
+        if not stat.S_ISDIR(existing.st_mode):
+            raise InvalidArgument(f"{dst.shown!r} exists and is a {describe_mode(existing.st_mode)}, not a directory.")
+    # Built aside and published in one rename: a copy that fails half-way leaves nothing, and a reader never
+    # sees half a tree under the destination's name.
+    staging = box.make_staging(dst)
+    try:
+        files, dirs, skipped = _copy_tree(box, src, staging)
+        box.publish(staging, dst, overwrite=overwrite)
+    except BaseException:
+        box.discard(staging)
+        raise
+    note = f"; {skipped} symlink(s) or special file(s) not copied" if skipped else ""
+    return f"copied {src.shown} to {dst.shown} ({files} files, {dirs} directories{note})", dst
+
+
+def _copy_tree(box: Sandbox, src: Location, staging: Location) -> tuple[int, int, int]:
     files = dirs = skipped = 0
-    for entry in walk(box, src, WalkOptions(hidden=True, gitignore=False)):
+    report = WalkReport()
+    for entry in walk(box, src, WalkOptions(hidden=True, gitignore=False), report=report):
         parts = entry.rel.split("/")
-        target = box.location_of(dst.root, (*dst.parts, *parts))
+        target = box.location_of(staging.root, (*staging.parts, *parts))
         if entry.kind == "dir":
             box.make_directory(target)
             dirs += 1
         elif entry.kind == "file":
             origin = box.location_of(src.root, (*src.parts, *parts))
-            box.write_atomic(target, box.iter_chunks(origin), create_only=not overwrite, mode=entry.lstat().st_mode)
+            box.write_atomic(target, box.iter_chunks(origin), create_only=True, mode=entry.lstat().st_mode)
             files += 1
         else:
             skipped += 1  # symlinks and special files are not copied: a link could lead outside the roots
-    note = f"; {skipped} symlink(s) or special file(s) not copied" if skipped else ""
-    return f"copied {src.shown} to {dst.shown} ({files} files, {dirs} directories{note})", dst
+    if report.too_deep is not None:
+        raise InvalidArgument(
+            f"{src.shown!r} is deeper than {MAX_WALK_DEPTH} levels; nothing was copied.",
+            hint="Copy its parts separately, or with a shell tool.",
+        )
+    if report.moved:
+        raise Conflict(f"A directory under {src.shown!r} was moved while it was being copied; nothing was copied.")
+    return files, dirs, skipped
 
 
 def _exists(location: Location) -> ToolFailure:
-    from mcp_server_core import Conflict
-
     return Conflict(
         f"{location.shown!r} already exists.", hint="Pass overwrite=true to replace it, or pick a new name."
     )
@@ -321,7 +350,7 @@ def _move(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
     dst = box.locate(destination, follow_leaf=False)
     if not src.parts:
         raise box.refused(f"{src.shown!r} is an allowed root; it cannot be moved.")
-    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+    if box.contains(src, dst):
         raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; nothing can move into itself.")
     try:
         box.rename(src, dst, overwrite=overwrite)
@@ -469,7 +498,8 @@ def _find(
     found: list[str] = []
     next_cursor = None
     last = ""
-    for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after):
+    report = WalkReport()
+    for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after, report=report):
         if not glob.match(entry.rel):
             continue
         if len(found) == limit:
@@ -477,7 +507,20 @@ def _find(
             break
         found.append(printable(prefix + entry.rel) + ("/" if entry.kind == "dir" else ""))
         last = entry.rel
-    return FoundPaths(paths=found, next_cursor=next_cursor)
+    result = FoundPaths(paths=found, next_cursor=next_cursor)
+    result._note = _walk_note(report, prefix) if next_cursor is None else ""
+    return result
+
+
+def _walk_note(report: WalkReport, prefix: str) -> str:
+    """What a walk left out, said where the answer ends."""
+    if report.too_deep is not None:
+        where = printable(prefix + report.too_deep)
+        where = where if len(where) <= 80 else f"{where[:40]}…{where[-36:]}"
+        return f"[not searched: directories deeper than {MAX_WALK_DEPTH} levels, the first {where}]"
+    if report.moved:
+        return "[stopped early: a directory was moved while it was being searched; search again]"
+    return ""
 
 
 def _search(
@@ -500,6 +543,7 @@ def _search(
     if cursor:
         position = decode_cursor(cursor, scope=scope)
         resume = (str(position["file"]), int(position["skip"]))
+    report = WalkReport()
     outcome = search_files(
         box,
         location,
@@ -511,6 +555,7 @@ def _search(
         limit=limit,
         resume=resume,
         needle=query.encode() if not regex and not ignore_case else None,
+        report=report,
     )
     next_cursor = None
     if outcome.resume is not None:
@@ -520,6 +565,8 @@ def _search(
     result._grouped = _grouped(outcome.hits)
     result._files_searched = outcome.files_searched
     result._skipped = outcome.skipped
+    if outcome.resume is None:
+        result._note = _walk_note(report, "" if location.shown == "." else location.shown.rstrip("/") + "/")
     return result
 
 
