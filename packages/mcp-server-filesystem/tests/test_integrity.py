@@ -10,6 +10,8 @@ import fcntl
 import hashlib
 import os
 import random
+import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -330,3 +332,85 @@ async def test_client_roots_nested_inner_first_cannot_copy_a_root_into_itself(
     client_roots = [(outer / "b").as_uri(), outer.as_uri()]
     async with Client(make_server(outer), mode="legacy", roots=client_roots) as client:
         await _copy_into_itself(client, call, outer)
+
+
+# --- what the disk said ------------------------------------------------------------------------------------
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which(argv[0])
+    if tool is None:
+        pytest.skip(f"{argv[0]} is not installed")
+    return subprocess.run([tool, *argv[1:]], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs (needs root, or CAP_SYS_ADMIN: skipped with the reason where it cannot be mounted)."""
+    target = tmp_path / "disk"
+    target.mkdir()
+    done = _run("mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(target))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield target
+    _run("umount", "-l", str(target))
+
+
+def _no_temp_files(directory: Path) -> bool:
+    return not [p for p in directory.rglob("*") if p.name.endswith(".mcp-tmp")]
+
+
+async def test_a_full_disk_says_so_and_every_failed_call_changes_nothing(
+    make_server: Any, call: Any, snapshot: Any, mounted: Path
+) -> None:
+    (mounted / "tree").mkdir()
+    (mounted / "tree" / "part.bin").write_bytes(b"p" * 400_000)
+    (mounted / "grow.txt").write_text("marker\n" + "a" * 200_000)
+    async with Client(make_server(mounted)) as client:
+        failed, text = await call(client, "move_path", source="tree", destination="copy1", copy=True)
+        assert not failed, text  # 800 KB of 1 MiB used now
+        before = snapshot(mounted)
+        attempts = [
+            ("write_file", {"path": "big.txt", "content": "x" * 400_000}),
+            ("write_file", {"path": "grow.txt", "content": "y" * 400_000}),
+            ("edit_file", {"path": "grow.txt", "edits": [{"old_text": "marker", "new_text": "b" * 400_000}]}),
+            ("move_path", {"source": "tree", "destination": "copy2", "copy": True}),
+        ]
+        for tool, arguments in attempts:
+            failed, text = await call(client, tool, **arguments)
+            assert failed, (tool, text)
+            assert "no space left on the device (ENOSPC)" in text, (tool, text)
+            assert "failed unexpectedly" not in text
+            assert snapshot(mounted) == before, tool
+            assert _no_temp_files(mounted), tool
+
+
+async def test_a_read_only_mount_says_so_and_nothing_changes(
+    make_server: Any, call: Any, snapshot: Any, mounted: Path
+) -> None:
+    (mounted / "dir").mkdir()
+    (mounted / "dir" / "a.txt").write_text("alpha\n")
+    (mounted / "notes.txt").write_text("one\ntwo\n")
+    done = _run("mount", "-o", "remount,ro", str(mounted))
+    if done.returncode != 0:
+        pytest.skip(f"cannot remount read-only here: {done.stderr.strip()}")
+    before = snapshot(mounted)
+    attempts = [
+        ("write_file", {"path": "new.txt", "content": "x"}),
+        ("write_file", {"path": "notes.txt", "content": "x"}),
+        ("edit_file", {"path": "notes.txt", "edits": [{"old_text": "two", "new_text": "2"}]}),
+        ("create_directory", {"path": "made/below"}),
+        ("move_path", {"source": "dir", "destination": "copy", "copy": True}),
+        ("move_path", {"source": "notes.txt", "destination": "moved.txt"}),
+        ("delete_path", {"path": "dir", "recursive": True}),
+        ("delete_path", {"path": "notes.txt"}),
+    ]
+    async with Client(make_server(mounted)) as client:
+        for tool, arguments in attempts:
+            failed, text = await call(client, tool, **arguments)
+            assert failed, (tool, text)
+            assert "read-only (EROFS)" in text, (tool, text)
+            assert snapshot(mounted) == before, tool
+        failed, text = await call(client, "read_file", path="notes.txt")
+        assert not failed
+        assert text == "one\ntwo\n"

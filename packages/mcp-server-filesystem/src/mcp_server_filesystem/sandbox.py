@@ -242,7 +242,7 @@ class Sandbox:
                             f"{where.shown!r} became a symlink while {location.shown!r} was in use; nothing was done."
                         ) from None
                     raise InvalidArgument(f"{where.shown!r} is a {kind}, not a directory.") from None
-                raise self.refused(f"{where.shown!r} cannot be opened ({exc.strerror}).") from None
+                raise os_failure(exc, f"{'Creating' if create else 'Opening'} directory {where.shown!r}") from None
             os.close(fd)
             fd = child
         return fd

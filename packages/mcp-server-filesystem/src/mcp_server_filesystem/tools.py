@@ -28,6 +28,7 @@ from mcp_server_core import (
     call_context,
     decode_cursor,
     encode_cursor,
+    os_failure,
 )
 from mcp_server_core.conventions import unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
@@ -356,7 +357,7 @@ def _move(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
         box.rename(src, dst, overwrite=overwrite)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
-            raise box.refused(f"Moving {src.shown!r} to {dst.shown!r} failed ({exc.strerror}).") from None
+            raise os_failure(exc, f"Moving {src.shown!r} to {dst.shown!r}") from None
         info = box.lstat(src)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidArgument(
@@ -615,10 +616,14 @@ def files_toolset(ws: Workspace) -> Toolset:
     toolset = Toolset("files", "Read, search and change files under the allowed roots")
     tool = toolset.tool
 
-    async def run(fn: Callable[..., T], *args: Any) -> T:
+    async def run(fn: Callable[..., T], *args: Any, doing: str) -> T:
+        """`fn(box, *args)` in a worker thread; `doing` ("Writing 'x.txt'") heads what the disk said, if it fails."""
         box = await ws.sandbox()
         try:
-            return await _in_thread(functools.partial(fn, box, *args))
+            try:
+                return await _in_thread(functools.partial(fn, box, *args))
+            except OSError as exc:
+                raise os_failure(exc, doing) from None
         except ToolFailure as exc:
             # Every error names the allowed roots (the issue's rule), so the model never guesses where it may go.
             if box.roots_note in str(exc):
@@ -643,8 +648,8 @@ def files_toolset(ws: Workspace) -> Toolset:
         if isinstance(path, list):
             if not 1 <= len(path) <= MAX_MANY:
                 raise InvalidArgument(f"path lists 1 to {MAX_MANY} files; this one has {len(path)}.")
-            return await run(_read_many, path, offset, lines, max_bytes)
-        return await run(_read_one, path, offset, lines, max_bytes)
+            return await run(_read_many, path, offset, lines, max_bytes, doing="Reading the files")
+        return await run(_read_one, path, offset, lines, max_bytes, doing=f"Reading {path!r}")
 
     @tool(title="Write file", read_only=False, open_world=False, destructive=True, idempotent=True)
     async def write_file(
@@ -653,7 +658,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         create_only: bool = False,
     ) -> str:
         """Create or replace a whole file (atomic; makes parents)."""
-        message, location, created = await run(_write, path, content, create_only)
+        message, location, created = await run(_write, path, content, create_only, doing=f"Writing {path!r}")
         changed(location.path, created)
         return message
 
@@ -665,7 +670,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         expected_sha256: Annotated[str | None, Field(description="Fail unless the file has it")] = None,
     ) -> str:
         """Change parts of a text file by exact old_text; returns a diff."""
-        message, location = await run(_edit, path, edits, dry_run, expected_sha256)
+        message, location = await run(_edit, path, edits, dry_run, expected_sha256, doing=f"Editing {path!r}")
         if location is not None:
             changed(location.path, False)
         return message
@@ -679,7 +684,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             created = box.make_directory(location)
             return (f"created {location.shown}/" if created else f"{location.shown}/ already exists"), location, created
 
-        message, location, created = await run(make)
+        message, location, created = await run(make, doing=f"Creating directory {path!r}")
         if created:
             changed(location.path, True)
         return message
@@ -688,10 +693,14 @@ def files_toolset(ws: Workspace) -> Toolset:
     async def move_path(source: PathArg, destination: PathArg, overwrite: bool = False, copy: bool = False) -> str:
         """Move, rename or (copy=true) copy a file or directory."""
         if copy:
-            message, dst = await run(_copy, source, destination, overwrite)
+            message, dst = await run(
+                _copy, source, destination, overwrite, doing=f"Copying {source!r} to {destination!r}"
+            )
             changed(dst.path, True)
             return message
-        message, src, dst = await run(_move, source, destination, overwrite)
+        message, src, dst = await run(
+            _move, source, destination, overwrite, doing=f"Moving {source!r} to {destination!r}"
+        )
         changed(src.path, True)
         changed(dst.path, True)
         return message
@@ -708,7 +717,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             kind = box.remove(location, recursive=recursive)
             return f"deleted {kind} {location.shown}", location
 
-        message, location = await run(remove)
+        message, location = await run(remove, doing=f"Deleting {path!r}")
         changed(location.path, True)
         return message
 
@@ -721,7 +730,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         cursor: Cursor = None,
     ) -> DirListing:
         """List a directory (sizes, times) or stat a file (mode, links, sha256)."""
-        return await run(_list, path or ".", sort, hidden, limit, cursor)
+        return await run(_list, path or ".", sort, hidden, limit, cursor, doing=f"Listing {path or '.'!r}")
 
     @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
     async def show_tree(
@@ -731,7 +740,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         everything: Everything = False,
     ) -> str:
         """See a layout: a line a directory, listing its entries; no path: every root."""
-        return await run(_tree, path, depth, limit, everything, not everything)
+        return await run(_tree, path, depth, limit, everything, not everything, doing=f"Showing {path or '.'!r}")
 
     @tool(title="Find files", read_only=True, open_world=False)
     async def find_files(
@@ -742,7 +751,9 @@ def files_toolset(ws: Workspace) -> Toolset:
         cursor: Cursor = None,
     ) -> FoundPaths:
         """Find files or directories by name."""
-        return await run(_find, pattern, path or ".", everything, not everything, limit, cursor)
+        return await run(
+            _find, pattern, path or ".", everything, not everything, limit, cursor, doing=f"Searching {path or '.'!r}"
+        )
 
     @tool(title="Search text", read_only=True, open_world=False)
     async def search_text(
@@ -769,6 +780,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             not everything,
             limit,
             cursor,
+            doing=f"Searching {path or '.'!r}",
         )
 
     return toolset
