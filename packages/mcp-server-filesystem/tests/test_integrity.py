@@ -8,6 +8,7 @@ from __future__ import annotations
 import array
 import fcntl
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -21,7 +22,9 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from mcp_server_core.stdio import MAX_LINE_BYTES
 from mcp_server_core.testing import StdioWire, python_module
+from mcp_server_filesystem.tools import MAX_WRITE_BYTES
 from mcp_server_filesystem.walk import MAX_WALK_DEPTH
 
 V1 = b"version=1\nbody line\n"
@@ -414,3 +417,30 @@ async def test_a_read_only_mount_says_so_and_nothing_changes(
         failed, text = await call(client, "read_file", path="notes.txt")
         assert not failed
         assert text == "one\ntwo\n"
+
+
+# --- a write over the transport's bound ------------------------------------------------------------------
+
+
+def test_a_write_over_the_stdio_bound_is_answered_by_its_id_and_the_tools_bound_sits_under_it(tmp_path: Path) -> None:
+    """The transport drops a line over MAX_LINE_BYTES unread; the id in its first or last bytes is still
+    answered. Under that, write_file's own bound answers, and content at the bound arrives."""
+    with StdioWire(python_module("mcp_server_filesystem", str(tmp_path), "--no-watch")) as wire:
+        wire.initialize()
+        huge = {"name": "write_file", "arguments": {"path": "huge.txt", "content": "x" * (9 * 1024 * 1024)}}
+        wire.send({"jsonrpc": "2.0", "id": "first", "method": "tools/call", "params": huge})
+        answer = wire.response_to("first", timeout=60)
+        assert answer["error"]["code"] == -32600
+        assert f"{MAX_LINE_BYTES:,} bytes" in answer["error"]["message"]
+        id_last = json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": huge, "id": 41})
+        wire.send(id_last)
+        assert wire.response_to(41, timeout=60)["error"]["code"] == -32600
+        over = {"path": "over.txt", "content": "y" * (MAX_WRITE_BYTES + 1)}
+        result = wire.request("tools/call", {"name": "write_file", "arguments": over}, timeout=60)["result"]
+        assert result["isError"] is True
+        assert f"at most {MAX_WRITE_BYTES:,}" in result["content"][0]["text"]
+        line = "z" * 99 + "\n"
+        at_bound = {"path": "full.txt", "content": line * (MAX_WRITE_BYTES // len(line))}
+        result = wire.request("tools/call", {"name": "write_file", "arguments": at_bound}, timeout=60)["result"]
+        assert result.get("isError") is not True, result
+    assert sorted(os.listdir(tmp_path)) == ["full.txt"]

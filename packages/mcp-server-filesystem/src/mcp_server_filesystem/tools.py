@@ -31,6 +31,7 @@ from mcp_server_core import (
     os_failure,
 )
 from mcp_server_core.conventions import unadvertised
+from mcp_server_core.stdio import MAX_LINE_BYTES
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
@@ -50,7 +51,10 @@ T = TypeVar("T")
 READ_BUDGET = 24_000
 MAX_MANY = 50
 MAX_HASH_BYTES = 256 * 1024 * 1024
-MAX_WRITE_CHARS = 10_000_000
+MAX_WRITE_BYTES = MAX_LINE_BYTES * 3 // 4
+"""write_file's content bound (UTF-8 bytes), under the transports' message bound (stdio's line and HTTP's body
+are both MAX_LINE_BYTES), with a quarter left for JSON's escapes and the envelope: a content the tool accepts
+arrives, and one over it gets the tool's answer, not only the transport's."""
 
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
@@ -247,9 +251,12 @@ def _read_many(box: Sandbox, paths: list[str], offset: int, limit: int | None, m
 
 def _write(box: Sandbox, path: str, content: str, create_only: bool) -> tuple[str, Location, bool]:
     location = box.locate(path)
-    if len(content) > MAX_WRITE_CHARS:
-        raise InvalidArgument(f"content is {len(content):,} characters; write_file takes at most {MAX_WRITE_CHARS:,}.")
     data = content.encode()
+    if len(data) > MAX_WRITE_BYTES:
+        raise InvalidArgument(
+            f"content is {len(data):,} bytes in UTF-8; write_file takes at most {MAX_WRITE_BYTES:,}.",
+            hint="Split it: write a first part, then grow it with edit_file; or have a program generate the file.",
+        )
     created = box.write_atomic(location, data, create_only=create_only, make_parents=True)
     verb = "created" if created else "replaced"
     return f"{verb} {location.shown} ({len(data):,} bytes, sha256 {short_sha256(data)})", location, created
