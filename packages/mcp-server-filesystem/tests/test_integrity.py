@@ -444,3 +444,54 @@ def test_a_write_over_the_stdio_bound_is_answered_by_its_id_and_the_tools_bound_
         result = wire.request("tools/call", {"name": "write_file", "arguments": at_bound}, timeout=60)["result"]
         assert result.get("isError") is not True, result
     assert sorted(os.listdir(tmp_path)) == ["full.txt"]
+
+
+# --- smaller ---------------------------------------------------------------------------------------------
+
+
+async def test_a_symlink_loop_outside_the_roots_answers_as_any_outside_path(
+    client: Client[Any], call: Any, outside: Path
+) -> None:
+    (outside / "loop1").symlink_to("loop2")
+    (outside / "loop2").symlink_to("loop1")
+    _, looping = await call(client, "read_file", path=str(outside / "loop1"))
+    _, missing = await call(client, "read_file", path=str(outside / "nothing1"))
+    assert looping.replace("loop1", "X") == missing.replace("nothing1", "X")
+    assert "outside the allowed roots" in looping
+
+
+async def test_a_trailing_slash_on_a_file_is_not_the_file(client: Client[Any], call: Any, root: Path) -> None:
+    failed, text = await call(client, "read_file", path="notes.txt/")
+    assert failed
+    assert "ENOTDIR" in text
+    failed, text = await call(client, "write_file", path="notes.txt/", content="clobbered")
+    assert failed
+    assert (root / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    failed, _ = await call(client, "read_file", path="src/")
+    assert failed  # a directory with a slash is still a directory, not a file to read
+
+
+async def test_a_nul_in_one_client_root_drops_that_root_only(make_server: Any, call: Any, root: Path) -> None:
+    roots = [f"{root.as_uri()}/src%00evil", (root / "src").as_uri()]
+    async with Client(make_server(root), mode="legacy", roots=roots) as client:
+        failed, text = await call(client, "read_file", path="app.py")
+        assert not failed, text
+        assert "hello" in text
+        failed, text = await call(client, "read_file", path=str(root / "notes.txt"))
+        assert failed
+        assert "outside the allowed roots" in text
+
+
+async def test_client_roots_that_are_all_unusable_allow_nothing_and_say_why(
+    make_server: Any, call: Any, root: Path, snapshot: Any
+) -> None:
+    roots = ["file://otherhost/repo", (root / "missing").as_uri(), f"{root.as_uri()}%00"]
+    before = snapshot(root)
+    async with Client(make_server(root), mode="legacy", roots=roots) as client:
+        failed, text = await call(client, "read_file", path="notes.txt")
+        assert failed
+        assert "none of the client's 3 roots is usable" in text
+        assert "one\ntwo" not in text
+        failed, _ = await call(client, "write_file", path="new.txt", content="x")
+        assert failed
+    assert snapshot(root) == before

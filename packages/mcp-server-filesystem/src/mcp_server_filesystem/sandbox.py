@@ -113,10 +113,14 @@ class Location:
 class Sandbox:
     """The allowed roots (real, absolute paths) and the only way tools reach the filesystem."""
 
-    def __init__(self, roots: Sequence[str], *, client_roots: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, roots: Sequence[str], *, client_roots: Sequence[str] | None = None, note: str | None = None
+    ) -> None:
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(roots))
         self.client_roots = tuple(client_roots) if client_roots is not None else None
         """The client's MCP roots this sandbox was narrowed to, if any."""
+        self.note = note
+        """Why nothing is allowed, when the reason is not the roots themselves (unusable client roots)."""
 
     def __repr__(self) -> str:
         return f"Sandbox({list(self.roots)!r})"
@@ -125,6 +129,8 @@ class Sandbox:
 
     @property
     def roots_note(self) -> str:
+        if not self.roots and self.note:
+            return self.note
         if not self.roots and self.client_roots:
             return (
                 "No directory is allowed in this session: the client's roots ("
@@ -167,10 +173,19 @@ class Sandbox:
                 candidate = escaped
         head, leaf = os.path.split(candidate.rstrip("/") or "/")
         # A trailing slash follows the last link, as in POSIX ("link/" names the directory it points to).
-        if follow_leaf or raw.endswith("/") or leaf in ("", ".", "..") or not candidate.rstrip("/"):
-            real = _realpath(candidate, self)
-        else:
-            real = os.path.join(_realpath(head, self), leaf)
+        try:
+            if follow_leaf or raw.endswith("/") or leaf in ("", ".", "..") or not candidate.rstrip("/"):
+                real = _realpath(candidate, self)
+            else:
+                real = os.path.join(_realpath(head, self), leaf)
+        except _SymlinkLoop:
+            # A loop outside the roots answers as any outside path does: whether it exists stays unsaid.
+            if self._root_of(os.path.normpath(candidate)) is None:
+                raise self.refused(f"{raw!r} is outside the allowed roots.") from None
+            # Inside by its spelling; the loop itself may lie outside, so which of the two it is stays unsaid.
+            raise self.refused(
+                f"{raw!r} runs into a symlink loop, or leads outside the allowed roots through a symlink."
+            ) from None
         root = self._root_of(real)
         if root is None:
             lexical = os.path.normpath(candidate)
@@ -178,7 +193,14 @@ class Sandbox:
                 raise self.refused(f"{raw!r} leads outside the allowed roots through a symlink.")
             raise self.refused(f"{raw!r} is outside the allowed roots.")
         parts = () if real == root else tuple(os.path.relpath(real, root).split(os.sep))
-        return Location(root, parts, self.show(real))
+        location = Location(root, parts, self.show(real))
+        if raw.endswith("/") and os.path.lexists(real) and not os.path.isdir(real):
+            # POSIX: "name/" names a directory; a file under it is ENOTDIR, not the file.
+            raise InvalidArgument(
+                f"{raw!r} ends with '/', which names a directory, but {location.shown!r} is not one (ENOTDIR).",
+                hint="Drop the trailing slash to name the file.",
+            )
+        return location
 
     def _root_of(self, real: str) -> str | None:
         for root in self.roots:
@@ -727,6 +749,10 @@ def _holds(parent: int, name: str, expected: bytes) -> bool:
         os.close(fd)
 
 
+class _SymlinkLoop(Exception):
+    """The path runs into a loop of symlinks; `locate` decides what may be said about it."""
+
+
 def _realpath(path: str, sandbox: Sandbox) -> str:
     try:
         return os.path.realpath(path, strict=True)
@@ -734,7 +760,7 @@ def _realpath(path: str, sandbox: Sandbox) -> str:
         return os.path.realpath(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise sandbox.refused("The path runs into a symlink loop.") from None
+            raise _SymlinkLoop from None
         if exc.errno == errno.ENOTDIR:
             return os.path.realpath(path)
         raise sandbox.refused(f"The path cannot be resolved ({exc.strerror}).") from None
