@@ -32,11 +32,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
+from mcp_server_core.conventions import MAX_MESSAGE_BYTES
 from mcp_server_core.jsonrpc import OVERSIZED_EDGE_BYTES, MessageRefused, error_message, oversized_id, read_message
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = MAX_MESSAGE_BYTES
 """A request larger than this is refused: 8 MiB is far beyond any honest tool call."""
 
 MAX_PENDING = 256

@@ -30,8 +30,7 @@ from mcp_server_core import (
     encode_cursor,
     os_failure,
 )
-from mcp_server_core.conventions import unadvertised
-from mcp_server_core.stdio import MAX_LINE_BYTES
+from mcp_server_core.conventions import MAX_MESSAGE_BYTES, unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
@@ -51,10 +50,10 @@ T = TypeVar("T")
 READ_BUDGET = 24_000
 MAX_MANY = 50
 MAX_HASH_BYTES = 256 * 1024 * 1024
-MAX_WRITE_BYTES = MAX_LINE_BYTES * 3 // 4
-"""write_file's content bound (UTF-8 bytes), under the transports' message bound (stdio's line and HTTP's body
-are both MAX_LINE_BYTES), with a quarter left for JSON's escapes and the envelope: a content the tool accepts
-arrives, and one over it gets the tool's answer, not only the transport's."""
+MAX_WRITE_BYTES = MAX_MESSAGE_BYTES * 3 // 4
+"""write_file's content bound (UTF-8 bytes), under the transports' message bound (stdio's line and HTTP's body),
+with a quarter left for JSON's escapes and the envelope: a content the tool accepts arrives, and one over it
+gets the tool's answer, not only the transport's."""
 
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
