@@ -397,6 +397,7 @@ class Sandbox:
             fd = os.open(
                 temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent
             )
+            ours = os.fstat(fd)
             try:
                 try:
                     for piece in (data,) if isinstance(data, bytes) else data:
@@ -411,7 +412,6 @@ class Sandbox:
                     elif mode is not None:
                         os.fchmod(fd, stat.S_IMODE(mode) & ~_UMASK)
                     os.fsync(fd)
-                    ours = os.fstat(fd)
                 finally:
                     os.close(fd)
                 if replacing is not None:
@@ -421,8 +421,10 @@ class Sandbox:
                 else:
                     os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
             except BaseException:
+                # Only our own file: after an exchange the temporary name may hold another program's version.
                 with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=parent)
+                    if _identity_at(parent, temp) == (ours.st_dev, ours.st_ino):
+                        os.unlink(temp, dir_fd=parent)
                 raise
             with contextlib.suppress(OSError):
                 os.fsync(parent)
@@ -445,11 +447,7 @@ class Sandbox:
         if _holds(parent, temp, expected):
             os.unlink(temp, dir_fd=parent)  # the version the change was made from: replaced, as asked
             return
-        exchange(parent, temp, leaf)
-        with contextlib.suppress(OSError):
-            swapped = os.stat(temp, dir_fd=parent, follow_symlinks=False)
-            if (swapped.st_dev, swapped.st_ino) == (ours.st_dev, ours.st_ino):
-                os.unlink(temp, dir_fd=parent)
+        exchange(parent, temp, leaf)  # theirs back in place; ours, now under the temporary name, is removed
         raise self._replaced_meanwhile(location, "changed")
 
     def _replaced_meanwhile(self, location: Location, what: str) -> Conflict:
@@ -673,6 +671,11 @@ class _Doomed:
     rel: str
     identity: tuple[int, int]
     subdirs: list[str]
+
+
+def _identity_at(parent: int, name: str) -> tuple[int, int]:
+    info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    return info.st_dev, info.st_ino
 
 
 def _identity(fd: int) -> tuple[int, int]:
