@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ToolFailure,
         Unavailable,
         did_you_mean,
+        os_failure,
         redact,
         register_secret,
     )
@@ -85,6 +86,7 @@ _EXPORTS = {
     "ToolFailure": "conventions.errors",
     "Unavailable": "conventions.errors",
     "did_you_mean": "conventions.errors",
+    "os_failure": "conventions.errors",
     "redact": "conventions.errors",
     "register_secret": "conventions.errors",
     "ChangeHub": "protocol.notifications",
@@ -133,6 +135,7 @@ __all__ = [
     "note_at_end",
     "note_in_answer",
     "one_line",
+    "os_failure",
     "redact",
     "register_secret",
     "report_progress",

@@ -217,7 +217,8 @@ def watch_roots(hub: ChangeHub, roots: Sequence[str], *, debounce_ms: int = 100)
         default = DefaultFilter()
 
         def keep(change: Change, path: str) -> bool:
-            return not path.endswith(TEMP_SUFFIX) and default(change, path)
+            # A staging tree of a copy is hidden whole, not only its top: its files are not changes yet.
+            return TEMP_SUFFIX + os.sep not in path and not path.endswith(TEMP_SUFFIX) and default(change, path)
 
         logger.debug("watching %s", roots)
         # Cancellation sets awatch's stop event, which the watcher thread polls every `step` ms.
