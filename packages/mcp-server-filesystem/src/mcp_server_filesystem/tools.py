@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
 from mcp_server_filesystem.gitignore import compile_glob
-from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
+from mcp_server_filesystem.reading import MAX_MEDIA_BYTES, media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable, read_fd
 from mcp_server_filesystem.search import Hit, compile_query, search_files
 from mcp_server_filesystem.walk import MAX_WALK_DEPTH, Entry, WalkOptions, WalkReport, walk
@@ -641,7 +641,8 @@ def files_toolset(ws: Workspace) -> Toolset:
         audit_target(path)
         ws.on_change(path, listing)
 
-    @tool(title="Read file", read_only=True, open_world=False)
+    # An image or audio file is the whole answer: its base64 is bounded by the largest media file read whole.
+    @tool(title="Read file", read_only=True, open_world=False, media_budget=(MAX_MEDIA_BYTES + 2) // 3 * 4)
     async def read_file(
         path: str | list[str],
         offset: Offset = 1,
