@@ -1815,15 +1815,18 @@ def _job_logs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
 
 def _search_scope(fake: FakeGitHub, query: str) -> tuple[list[Repo], list[str]]:
     repos, words = [], []
-    for token in query.split():
+    # GitHub groups with parentheses and ORs repeated scope qualifiers: a grouped `(repo:x)` reaches x too.
+    terms = [t.strip("()") for t in query.split() if t.strip("()") not in ("", "OR", "AND")]
+    for token in terms:
         kind, _, value = token.partition(":")
+        kind = kind.lower()
         if kind == "repo" and value.lower() in fake.repos:
             repos.append(fake.repos[value.lower()])
         elif kind in ("user", "org"):
             repos += [r for r in fake.repos.values() if r.owner.lower() == value.lower()]
         elif not value:
             words.append(token.lower())
-    scoped = any(t.partition(":")[0] in ("repo", "user", "org") for t in query.split())
+    scoped = any(t.partition(":")[0].lower() in ("repo", "user", "org") for t in terms)
     chosen = repos if scoped else list(fake.repos.values())
     return [r for r in chosen if not r.private or fake.user], words
 
