@@ -231,6 +231,7 @@ class FakeGitHub:
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
+        self.garbles: list[tuple[str, str, int | None, bytes | None, str | None]] = []  # see garble()
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -324,6 +325,32 @@ class FakeGitHub:
         """Leave `field` out of the next successful JSON answer whose path matches: a 2xx lacking what GitHub
         documents, for tests of how the server says so."""
         self.omissions.append((path_pattern, field))
+
+    def garble(
+        self,
+        method: str,
+        path_pattern: str,
+        *,
+        cut: int | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> None:
+        """Answer the next matching request 200 with what is not GitHub's JSON: its own answer cut after `cut`
+        bytes, or `body` (a captive portal's page, an empty body, a bare JSON string) as `content_type`. The
+        request is still done (a write applied), as when a proxy mangles the answer on its way back."""
+        with self._lock:
+            self.garbles.append((method, path_pattern, cut, body, content_type))
+
+    def _garbled(self, method: str, path: str, out: dict[str, str], data: bytes) -> tuple[dict[str, str], bytes] | None:
+        with self._lock:
+            for index, (verb, pattern, cut, body, content_type) in enumerate(self.garbles):
+                if verb == method and re.search(pattern, path):
+                    del self.garbles[index]
+                    headers = {k: v for k, v in out.items() if k != "ETag"}
+                    if content_type is not None:
+                        headers["Content-Type"] = content_type
+                    return headers, data[:cut] if body is None else body
+        return None
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -646,6 +673,10 @@ class FakeGitHub:
             self.requests.append(Recorded(method, path, query, headers, parsed))
         self._local.routed = None
         status, out, data = self._answer(method, path, query, headers, parsed)
+        garbled = self._garbled(method, path, out, data) if status < 300 else None
+        if garbled is not None:
+            status, (out, data) = 200, garbled
+            self._local.routed = None  # broken on purpose: not held to GitHub's description
         if self._local.routed is not None:
             SENT.append(Sent(method, self._local.routed, status, out.get("Content-Type", ""), data))
         return status, out, data

@@ -513,3 +513,50 @@ async def test_a_write_whose_answer_does_not_come_in_time_says_to_check(fake: Fa
         "GitHub did not answer creating an issue in acme/widgets within 1 s; it may have been done."
     )
     assert fake.count() == 1
+
+
+CAPTIVE_PORTAL = b"<!doctype html><html><head><title>Sign in to Hotel Wi-Fi</title></head><body>Accept</body></html>"
+ISSUE_1 = ("get_issue", {"repo": REPO, "number": 1}, r"/issues/1$")
+ISSUES = ("list_issues", {"repo": REPO}, r"/issues$")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "path", "answer", "found"),
+    [
+        pytest.param(*ISSUE_1, {"cut": 700}, "JSON cut short or malformed", id="cut-json"),
+        pytest.param(*ISSUE_1, {"body": CAPTIVE_PORTAL, "content_type": "text/html"}, "an HTML page", id="html"),
+        pytest.param(*ISSUE_1, {"body": b"[]"}, "a list where an object belongs", id="list-for-an-object"),
+        pytest.param(*ISSUES, {"body": CAPTIVE_PORTAL, "content_type": "text/html"}, "an HTML page", id="list-html"),
+        pytest.param(*ISSUES, {"body": b'"issues"'}, "a bare string", id="bare-string"),
+        pytest.param(*ISSUES, {"body": b""}, "an empty body", id="empty"),
+        pytest.param(*ISSUES, {"body": b"{}"}, "an object where a list belongs", id="object-for-a-list"),
+        pytest.param(
+            "search_issues", {"query": "crash"}, r"/search/issues$", {"body": b'{"total_count": 3}'}, "no items list"
+        ),
+    ],
+)
+async def test_a_200_that_is_not_githubs_json_is_a_retryable_error(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], path: str, answer: dict[str, object], found: str
+) -> None:
+    # Issue 28: "Nothing found." for a portal's page, "acme/widgets#1 unknown, opened by ghost" for cut JSON.
+    fake.garble("GET", path, **answer)  # type: ignore[arg-type]
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(tool, arguments)
+        again = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    assert f"was not the JSON GitHub sends ({found}); a proxy or a network sign-in page" in text_of(result)
+    assert text_of(result).endswith("Retry shortly; if it persists, check the network or GITHUB_API_URL.")
+    assert not again.is_error, text_of(again)
+
+
+async def test_a_write_answered_with_a_portal_page_says_it_may_have_been_done(fake: FakeGitHub) -> None:
+    fake.garble("POST", r"/issues$", body=CAPTIVE_PORTAL, content_type="text/html; charset=utf-8")
+    before = len(fake.repos[REPO].issues)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("create_issue", {"repo": REPO, "title": "Crash on save"})
+    assert result.is_error
+    assert "(an HTML page)" in text_of(result)
+    assert "it may have been done. Read it back" in text_of(result)
+    assert fake.count("POST") == 1
+    assert len(fake.repos[REPO].issues) == before + 1  # it was done, once, and not reported as done

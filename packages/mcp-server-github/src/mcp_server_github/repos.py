@@ -134,7 +134,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         """Use to read a file (by line range) or list a directory in a repository."""
         where = f"{repo}:{path or '/'}" + (f"@{ref}" if ref else "")
         url = f"/repos/{repo}/contents/{file_path(path)}".rstrip("/")
-        data = api.get(url, params={"ref": ref}, what=where)
+        data = api.get(url, params={"ref": ref}, what=where, expect=(dict, list))
         if isinstance(data, list):
             entries = [
                 compact({"name": one_line(e.get("name"), 300), "type": e.get("type"), "size": e.get("size") or None})
