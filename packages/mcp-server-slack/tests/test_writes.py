@@ -192,3 +192,28 @@ async def test_a_post_that_times_out_is_sent_once_and_says_to_check(fake: FakeSl
     assert "no answer came within 0.5 s; it may have been done" in text_of(result)
     assert "read_messages" in text_of(result)
     assert len(fake.requests_of("chat.postMessage")) == 1
+
+
+async def test_a_post_whose_answer_is_cut_short_was_done_once_and_says_to_check(fake: FakeSlack) -> None:
+    # Issue 28: "failed unexpectedly (JSONDecodeError)", without the advice a lost answer to a write needs.
+    fake.cut("chat.postMessage", keep=60)
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "deploy done"})
+    assert result.is_error
+    assert "Slack's answer to chat.postMessage was cut short or is not JSON; it may have been done." in text_of(result)
+    assert "read_messages" in text_of(result)
+    assert len(fake.requests_of("chat.postMessage")) == 1
+    assert [m["text"] for m in fake.messages["C0RANDOM0"]].count("deploy done") == 1
+
+
+async def test_a_read_whose_answer_is_cut_short_says_so_and_a_retry_answers(fake: FakeSlack) -> None:
+    fake.cut("conversations.history", keep=300)
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+        again = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert result.is_error
+    assert text_of(result) == (
+        "Slack's answer to conversations.history was cut short or is not JSON. "
+        "Retry shortly; if it persists, a proxy between this server and Slack may be cutting answers."
+    )
+    assert "lunch?" in text_of(again)
