@@ -225,7 +225,7 @@ class FakeGitHub:
         self.retry_after: int | None = 1
         self.secondary_reset_in: int | None = None
         self.secondary_status = 403
-        self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
+        self.failures: list[tuple[str, int, int, str | None]] = []  # (path regex, status, times, message)
         # (method, path regex, seconds, answered): done, then the answer held that long and sent or not; once each
         self.stalls: list[tuple[str, str, float, bool]] = []
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
@@ -274,8 +274,8 @@ class FakeGitHub:
         with self._lock:
             self.requests.clear()
 
-    def fail(self, path_pattern: str, status: int, times: int = 1) -> None:
-        self.failures.append((path_pattern, status, times))
+    def fail(self, path_pattern: str, status: int, times: int = 1, message: str | None = None) -> None:
+        self.failures.append((path_pattern, status, times, message))
 
     def drop(self, method: str, path_pattern: str) -> None:
         """Do the next `method` request to a matching path, then close the connection without answering: what a
@@ -748,12 +748,12 @@ class FakeGitHub:
                 },
                 limit_headers,
             )
-        for index, (pattern, status, times) in enumerate(self.failures):
+        for index, (pattern, status, times, message) in enumerate(self.failures):
             if re.search(pattern, path):
-                self.failures[index] = (pattern, status, times - 1)
+                self.failures[index] = (pattern, status, times - 1, message)
                 if times - 1 <= 0:
                     del self.failures[index]
-                raise _error(status, "Server Error" if status >= 500 else "Failure")
+                raise _error(status, message or ("Server Error" if status >= 500 else "Failure"))
         self.remaining = max(self.remaining - 1, 1)
         self._follow_moves(method, path, query)
         by_id = re.fullmatch(r"/repositories/(\d+)(/.*)?", path)

@@ -560,3 +560,13 @@ async def test_a_write_answered_with_a_portal_page_says_it_may_have_been_done(fa
     assert "it may have been done. Read it back" in text_of(result)
     assert fake.count("POST") == 1
     assert len(fake.repos[REPO].issues) == before + 1  # it was done, once, and not reported as done
+
+
+async def test_an_error_quoting_the_start_of_the_token_shows_none_of_it(fake: FakeGitHub) -> None:
+    # Issue 28: the ghp_ shape wants 20 characters after the prefix, so a 409 quoting TOKEN[:20] kept 16 of them.
+    fake.fail(r"/issues/2/comments$", 409, message=f"Conflict for credential {TOKEN[:20]}")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp("add_issue_comment", {"repo": REPO, "number": 2, "body": "hi"})
+    assert result.is_error
+    assert text_of(result).startswith("GitHub refused commenting on acme/widgets#2: Conflict for credential ***.")
+    assert TOKEN[4:12] not in text_of(result)
