@@ -938,7 +938,10 @@ class FakeGitHub:
             "node_id": f"C_{commit.sha[:10]}",
             "url": f"{api}/git/commits/{commit.sha}",
             "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
-            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
+            # GitHub sends null for a commit imported without an author (nullable-git-user).
+            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date}
+            if commit.author
+            else None,
             "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
             "tree": {"sha": (tree := self.tree_of(commit)), "url": f"{api}/git/trees/{tree}"},
             "message": commit.message,
