@@ -494,13 +494,27 @@ async def test_a_write_whose_answer_is_lost_is_sent_once_and_says_to_check(
     )
 
 
-async def test_a_read_whose_answer_is_lost_says_github_could_not_be_reached(fake: FakeGitHub) -> None:
+async def test_a_read_whose_answer_is_lost_is_asked_once_more(fake: FakeGitHub) -> None:
+    # Issue 28: BoundedRetry(read=0), there for writes, kept a dropped GET from its one retry.
     fake.drop("GET", r"/issues/2$")
     async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert not result.is_error, text_of(result)
+    assert [r.path for r in fake.requests] == ["/repos/acme/widgets/issues/2"] * 2
+
+
+async def test_a_read_whose_answer_is_lost_twice_says_github_could_not_be_reached(fake: FakeGitHub) -> None:
+    fake.drop("GET", r"/issues/2$")
+    fake.drop("GET", r"/issues/2$")
+    fake.drop("GET", r"/issues/2$")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
         result = await client.call_tool_mcp(*GET_ISSUE)
     assert result.is_error
     assert "may have been done" not in text_of(result)
     assert text_of(result).startswith("Cannot reach GitHub")
+    assert fake.count() == 2, "one retry at most"
 
 
 async def test_a_write_whose_answer_does_not_come_in_time_says_to_check(fake: FakeGitHub) -> None:
