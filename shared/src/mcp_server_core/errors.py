@@ -106,6 +106,12 @@ def did_you_mean(name: str, candidates: Iterable[str], *, noun: str = "name") ->
     return f"Known {noun}s: {shown}{more}."
 
 
+RESOURCE_FAILED = -32050
+"""JSON-RPC code (of the range the spec leaves to servers) for a resource read that failed as a tool call fails
+with isError: refused (an upstream rejected the credentials, a path outside the roots), unavailable, rate-limited.
+Its message says what to do, its data names the category; -32603 would say the server has a bug."""
+
+
 # Shapes of secrets, redacted wherever they appear. Known values registered at start-up (tokens from settings)
 # are redacted too, whatever their shape.
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (

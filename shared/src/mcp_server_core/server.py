@@ -50,7 +50,15 @@ from mcp_server_core.audit import AuditTrail, note_failure
 from mcp_server_core.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
 from mcp_server_core.conventions import compact_schema
-from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
+from mcp_server_core.errors import (
+    RESOURCE_FAILED,
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    ToolFailure,
+    did_you_mean,
+    redact,
+)
 from mcp_server_core.health import Readiness
 from mcp_server_core.identity import caller
 from mcp_server_core.notifications import ChangeHub
@@ -308,10 +316,13 @@ class ReferenceServer(FastMCP[Any]):
         except ResourceError as exc:
             # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
             failure = exc.__cause__
-            if isinstance(failure, NotFound):
+            if isinstance(failure, NotFound | InvalidArgument):
                 raise MCPError(code=INVALID_PARAMS, message=redact(str(failure)), data={"uri": uri}) from failure
             if isinstance(failure, ToolFailure):
-                raise ResourceError(str(failure)) from failure
+                data: dict[str, Any] = {"uri": uri, "category": failure.category}
+                if isinstance(failure, RateLimited) and failure.retry_after is not None:
+                    data["retry_after"] = failure.retry_after
+                raise MCPError(code=RESOURCE_FAILED, message=redact(str(failure)), data=data) from failure
             raise
 
     async def render_prompt(
