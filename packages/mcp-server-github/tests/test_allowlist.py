@@ -31,6 +31,7 @@ def test_searches_are_narrowed_to_the_list_and_cannot_widen_it() -> None:
     assert allow.scope_search("crash repo:acme/widgets") == "crash repo:acme/widgets"
     assert allow.scope_search("x -repo:acme/secret") == "x -repo:acme/secret repo:acme/widgets user:octocat"
     assert allow.scope_search("(a b) NOT repo:acme/x") == "(a b) -repo:acme/x repo:acme/widgets user:octocat"
+    assert allow.scope_search("a not repo:acme/widgets") == "a -repo:acme/widgets repo:acme/widgets user:octocat"
     for widening in ("x repo:acme/secret", "x org:acme", "x user:mallory", "x repo:acme/widgets repo:acme/secret"):
         with pytest.raises(Refused):
             allow.scope_search(widening)
@@ -96,6 +97,10 @@ REACHING_OUT = [
     ("search_code", "API_KEY NOT"),
     ("search_code", "API_KEY NOT NOT repo:acme/secret"),
     ("search_repositories", "widgets (secret"),
+    ("search_code", "API_KEY or hunter2"),
+    ("search_code", "API_KEY not"),
+    ("search_code", "API_KEY\u200brepo:acme/secret"),
+    ("search_code", "API_KEY repo\u200b:acme/secret"),
 ]
 
 

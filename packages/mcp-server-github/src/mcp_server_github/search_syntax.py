@@ -10,6 +10,7 @@ does not pass the model's scope on; it keeps the rest of the query and adds a sc
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from mcp_server_core import InvalidArgument
@@ -19,7 +20,9 @@ SCOPE_KEYS = frozenset({"repo", "repository", "user", "org", "organization", "ow
 # and a colon): each must be one a standalone qualifier at the top level accounts for, or the query is refused.
 _SCOPE_ANYWHERE = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:" + "|".join(sorted(SCOPE_KEYS)) + r")\s*:")
 _QUALIFIER = re.compile(r"^(?P<negated>-?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*):(?P<value>.+)$", re.DOTALL)
-_OPERATORS = frozenset({"AND", "OR", "NOT"})  # GitHub reads these as operators only in capitals
+# GitHub documents its operators in capitals; read in any case here, so a search type that takes `or` and `not`
+# as operators cannot turn a scope the server added into an alternative or an exclusion.
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cn"})
 
 
 @dataclass
@@ -90,12 +93,15 @@ def split_scope(query: str) -> ScopedQuery:
     depending on how GitHub groups it; there is no need for one there, since several `repo:` qualifiers at the
     top level already mean any of those repositories.
     """
+    if any(unicodedata.category(char) in _INVISIBLE and not char.isspace() for char in query):
+        # A character GitHub may read as a separator (or not) where this reading does not.
+        raise InvalidArgument("The query holds invisible or control characters.", hint="Write it in plain text.")
     parsed = ScopedQuery()
     kept: list[Token] = []
     pending: Token | None = None  # a top-level NOT, held until we see whether it negates a scope qualifier
     for item in tokens(query):
         word, depth = item.text, item.depth
-        parsed.has_or = parsed.has_or or word == "OR"
+        parsed.has_or = parsed.has_or or word.upper() == "OR"
         match = _QUALIFIER.match(word)
         scope = match is not None and match["key"].lower() in SCOPE_KEYS and depth == 0
         if pending is not None and not scope:
@@ -113,12 +119,12 @@ def split_scope(query: str) -> ScopedQuery:
                 )
             )
             pending = None
-        elif word == "NOT" and depth == 0:
+        elif word.upper() == "NOT" and depth == 0:
             pending = item
         else:
             pending = None
             kept.append(item)
-    if pending is not None or (kept and kept[-1].text in ("NOT", "-")):
+    if pending is not None or (kept and kept[-1].text.upper() in ("NOT", "-")):
         # A scope added after it would be negated: the search would reach everything outside the list.
         raise InvalidArgument("The query ends with a negation.", hint="Say what it excludes, or leave it out.")
     # What is left, spaced as written: a token that touched its neighbour (a parenthesis) still does.
