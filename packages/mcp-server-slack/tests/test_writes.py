@@ -152,6 +152,8 @@ async def test_mentions_go_only_through_the_mention_argument_and_its_allow_list(
         "<https://evil.test/collect|docs.acme.test/runbook>",
         "<https://evil.test/x|see www.acme.test>",
         "<mailto:attacker@evil.test|security@acme.test>",
+        "<https://evil.test/x|d\u043ecs.acme.test>",  # a Cyrillic o
+        "<https://evil.test/x|docs\uff0eacme\uff0etest>",  # fullwidth dots
     ],
 )
 async def test_a_link_labelled_with_another_address_is_refused(fake: FakeSlack, text: str) -> None:

@@ -30,10 +30,11 @@ _LINK = re.compile(r"<((?:https?://|mailto:)[^\s<>|]+)(?:\|([^<>]*))?>", re.IGNO
 _MARKUP = re.compile(r"<\s*[@!#]")
 # A mention as a model may write it: U123, @U123, <@U123>, S123, <!subteam^S123|@sre>, here, @here, <!here>.
 _MENTION = re.compile(r"^(?:<\s*)?[@!]?(?:subteam\^)?([A-Za-z0-9]{2,21})(?:\|[^<>]*)?(?:\s*>)?$")
-# Words of a label that read as an address: a scheme, www., an e-mail address, or a dotted host name.
-_ADDRESS = re.compile(
-    r"(?i)^(?:[a-z][a-z0-9+.-]*:\S+|www\.\S+|[^\s@]+@[^\s@]+\.[a-z]{2,}|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?:[/:?#]\S*)?)$"
-)
+# Words of a label that read as an address: a scheme, www., an e-mail address, or a dotted host name, in any
+# script (a Cyrillic "о" in "dоcs.acme.test" reads the same) and with the dots that read as one.
+_DOT = r"[.\u3002\uff0e\uff61]"
+_HOST = rf"[\w-]+(?:{_DOT}[\w-]+)*{_DOT}[^\W\d_]{{2,}}"
+_ADDRESS = re.compile(rf"(?i)^(?:[a-z][a-z0-9+.-]*:\S+|www{_DOT}\S+|[^\s@]+@{_HOST}|{_HOST}(?:[/:?#]\S*)?)$")
 
 
 def escape(text: str) -> str:
