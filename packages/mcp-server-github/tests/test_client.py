@@ -547,6 +547,14 @@ ISSUES = ("list_issues", {"repo": REPO}, r"/issues$")
         pytest.param(
             "search_issues", {"query": "crash"}, r"/search/issues$", {"body": b'{"total_count": 3}'}, "no items list"
         ),
+        pytest.param(
+            "get_pull_request_diff",
+            {"repo": REPO, "number": 46},
+            r"/pulls/46$",
+            {"body": CAPTIVE_PORTAL, "content_type": "text/html"},
+            "an HTML page where GitHub sends application/vnd.github.diff",
+            id="diff-html",
+        ),
     ],
 )
 async def test_a_200_that_is_not_githubs_json_is_a_retryable_error(
@@ -558,7 +566,7 @@ async def test_a_200_that_is_not_githubs_json_is_a_retryable_error(
         result = await client.call_tool_mcp(tool, arguments)
         again = await client.call_tool_mcp(tool, arguments)
     assert result.is_error
-    assert f"was not the JSON GitHub sends ({found}); a proxy or a network sign-in page" in text_of(result)
+    assert f"was not what GitHub sends ({found}); a proxy or a network sign-in page" in text_of(result)
     assert text_of(result).endswith("Retry shortly; if it persists, check the network or GITHUB_API_URL.")
     assert not again.is_error, text_of(again)
 

@@ -188,8 +188,12 @@ class GitHubApi:
         data = _parse(text, response_headers)
         if status >= 400:
             raise failure(status, response_headers, data, what)
-        if 200 <= status < 300 and status != 204 and (accept is None or accept.endswith("json")):
-            data = _github_json(verb, text, response_headers, what)
+        if 200 <= status < 300 and status != 204:
+            if accept is None or accept.endswith("json"):
+                data = _github_json(verb, text, response_headers, what)
+            elif "html" in str(response_headers.get("content-type", "")).lower():
+                # A diff or raw file is never sent as a page: a portal's page would read as the file.
+                raise not_github_json(verb, f"an HTML page where GitHub sends {accept}", what)
         response = Response(status, response_headers, data, text)
         if 300 <= status < 400:
             return self._redirected(verb, path, query, body, accept, what, response, follow, moved_from)
@@ -507,7 +511,7 @@ def _json_kind(data: Any) -> str:
 
 def not_github_json(verb: str, found: str, what: str) -> Unavailable:
     """The failure for a 2xx answer GitHub did not write: retryable for a read, to be checked for a write."""
-    message = f"GitHub's answer to {what} was not the JSON GitHub sends ({found}); a proxy or a network sign-in page"
+    message = f"GitHub's answer to {what} was not what GitHub sends ({found}); a proxy or a network sign-in page"
     if verb == "GET":
         return Unavailable(
             f"{message} may have answered in its place.",
