@@ -48,6 +48,14 @@ def test_a_registered_secret_is_redacted_whatever_its_shape() -> None:
     assert redact("it was plain-looking-value-42!") == "it was ***!"
 
 
+def test_a_prefix_of_a_registered_secret_is_redacted_from_eight_characters() -> None:
+    # Issue 28: an upstream that echoes the start of a token (a 409 quoting its first 20 characters) kept them.
+    register_secret("Zq81-PrefixEchoed-Secret-0042")
+    assert redact("token Zq81-PrefixEch conflicts") == "token *** conflicts"
+    assert redact("Zq81-Pre, then Zq81-PrefixEchoed-Secret-0042x") == "***, then ***x"
+    assert redact("only Zq81-Pr is shown") == "only Zq81-Pr is shown"  # seven characters tell nothing
+
+
 def test_failures_redact_their_own_message() -> None:
     failure = NotFound("no table at postgresql://u:topsecret@h/db")
     assert "topsecret" not in str(failure)

@@ -225,12 +225,13 @@ class FakeGitHub:
         self.retry_after: int | None = 1
         self.secondary_reset_in: int | None = None
         self.secondary_status = 403
-        self.failures: list[tuple[str, int, int]] = []  # (path regex, status, times)
+        self.failures: list[tuple[str, int, int, str | None]] = []  # (path regex, status, times, message)
         # (method, path regex, seconds, answered): done, then the answer held that long and sent or not; once each
         self.stalls: list[tuple[str, str, float, bool]] = []
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
+        self.garbles: list[tuple[str, str, int | None, bytes | None, str | None]] = []  # see garble()
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -273,8 +274,8 @@ class FakeGitHub:
         with self._lock:
             self.requests.clear()
 
-    def fail(self, path_pattern: str, status: int, times: int = 1) -> None:
-        self.failures.append((path_pattern, status, times))
+    def fail(self, path_pattern: str, status: int, times: int = 1, message: str | None = None) -> None:
+        self.failures.append((path_pattern, status, times, message))
 
     def drop(self, method: str, path_pattern: str) -> None:
         """Do the next `method` request to a matching path, then close the connection without answering: what a
@@ -324,6 +325,32 @@ class FakeGitHub:
         """Leave `field` out of the next successful JSON answer whose path matches: a 2xx lacking what GitHub
         documents, for tests of how the server says so."""
         self.omissions.append((path_pattern, field))
+
+    def garble(
+        self,
+        method: str,
+        path_pattern: str,
+        *,
+        cut: int | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> None:
+        """Answer the next matching request 200 with what is not GitHub's JSON: its own answer cut after `cut`
+        bytes, or `body` (a captive portal's page, an empty body, a bare JSON string) as `content_type`. The
+        request is still done (a write applied), as when a proxy mangles the answer on its way back."""
+        with self._lock:
+            self.garbles.append((method, path_pattern, cut, body, content_type))
+
+    def _garbled(self, method: str, path: str, out: dict[str, str], data: bytes) -> tuple[dict[str, str], bytes] | None:
+        with self._lock:
+            for index, (verb, pattern, cut, body, content_type) in enumerate(self.garbles):
+                if verb == method and re.search(pattern, path):
+                    del self.garbles[index]
+                    headers = {k: v for k, v in out.items() if k != "ETag"}
+                    if content_type is not None:
+                        headers["Content-Type"] = content_type
+                    return headers, data[:cut] if body is None else body
+        return None
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -646,6 +673,10 @@ class FakeGitHub:
             self.requests.append(Recorded(method, path, query, headers, parsed))
         self._local.routed = None
         status, out, data = self._answer(method, path, query, headers, parsed)
+        garbled = self._garbled(method, path, out, data) if status < 300 else None
+        if garbled is not None:
+            status, (out, data) = 200, garbled
+            self._local.routed = None  # broken on purpose: not held to GitHub's description
         if self._local.routed is not None:
             SENT.append(Sent(method, self._local.routed, status, out.get("Content-Type", ""), data))
         return status, out, data
@@ -717,12 +748,12 @@ class FakeGitHub:
                 },
                 limit_headers,
             )
-        for index, (pattern, status, times) in enumerate(self.failures):
+        for index, (pattern, status, times, message) in enumerate(self.failures):
             if re.search(pattern, path):
-                self.failures[index] = (pattern, status, times - 1)
+                self.failures[index] = (pattern, status, times - 1, message)
                 if times - 1 <= 0:
                     del self.failures[index]
-                raise _error(status, "Server Error" if status >= 500 else "Failure")
+                raise _error(status, message or ("Server Error" if status >= 500 else "Failure"))
         self.remaining = max(self.remaining - 1, 1)
         self._follow_moves(method, path, query)
         by_id = re.fullmatch(r"/repositories/(\d+)(/.*)?", path)
@@ -907,7 +938,10 @@ class FakeGitHub:
             "node_id": f"C_{commit.sha[:10]}",
             "url": f"{api}/git/commits/{commit.sha}",
             "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
-            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
+            # GitHub sends null for a commit imported without an author (nullable-git-user).
+            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date}
+            if commit.author
+            else None,
             "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
             "tree": {"sha": (tree := self.tree_of(commit)), "url": f"{api}/git/trees/{tree}"},
             "message": commit.message,
@@ -1815,15 +1849,18 @@ def _job_logs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, 
 
 def _search_scope(fake: FakeGitHub, query: str) -> tuple[list[Repo], list[str]]:
     repos, words = [], []
-    for token in query.split():
+    # GitHub groups with parentheses and ORs repeated scope qualifiers: a grouped `(repo:x)` reaches x too.
+    terms = [t.strip("()") for t in query.split() if t.strip("()") not in ("", "OR", "AND")]
+    for token in terms:
         kind, _, value = token.partition(":")
+        kind = kind.lower()
         if kind == "repo" and value.lower() in fake.repos:
             repos.append(fake.repos[value.lower()])
         elif kind in ("user", "org"):
             repos += [r for r in fake.repos.values() if r.owner.lower() == value.lower()]
         elif not value:
             words.append(token.lower())
-    scoped = any(t.partition(":")[0] in ("repo", "user", "org") for t in query.split())
+    scoped = any(t.partition(":")[0].lower() in ("repo", "user", "org") for t in terms)
     chosen = repos if scoped else list(fake.repos.values())
     return [r for r in chosen if not r.private or fake.user], words
 

@@ -30,6 +30,8 @@ def test_searches_are_narrowed_to_the_list_and_cannot_widen_it() -> None:
     assert allow.scope_search("crash is:issue") == "crash is:issue repo:acme/widgets user:octocat"
     assert allow.scope_search("crash repo:acme/widgets") == "crash repo:acme/widgets"
     assert allow.scope_search("x -repo:acme/secret") == "x -repo:acme/secret repo:acme/widgets user:octocat"
+    assert allow.scope_search("(a b) NOT repo:acme/x") == "(a b) -repo:acme/x repo:acme/widgets user:octocat"
+    assert allow.scope_search("a not repo:acme/widgets") == "a -repo:acme/widgets repo:acme/widgets user:octocat"
     for widening in ("x repo:acme/secret", "x org:acme", "x user:mallory", "x repo:acme/widgets repo:acme/secret"):
         with pytest.raises(Refused):
             allow.scope_search(widening)
@@ -79,6 +81,61 @@ async def test_an_unscoped_search_is_narrowed_and_its_results_filtered(fake: Fak
     assert fake.requests[1].query["q"] == "hello repo:acme/widgets"
     assert {i["repo"] for i in issues.structured_content["items"]} == {"acme/widgets"}
     assert code.structured_content["items"] == []
+
+
+# Issue 28: the old check wanted whitespace before `repo:`, so a grouped or ORed scope went to GitHub as written.
+REACHING_OUT = [
+    ("search_code", "password repo:acme/widgets OR (repo:acme/secret)"),
+    ("search_issues", "repo:acme/widgets OR (repo:acme/secret) password"),
+    ("search_repositories", "repo:acme/widgets OR (user:acme)"),
+    ("search_code", "API_KEY (repo:acme/secret)"),
+    ("search_code", 'API_KEY "x"repo:acme/secret'),
+    ("search_code", "API_KEY repo :acme/secret"),
+    ("search_code", "API_KEY NOT -repo:acme/secret"),
+    ("search_code", "API_KEY Org:acme"),
+    ("search_code", "API_KEY OR hunter2"),
+    ("search_code", "API_KEY NOT"),
+    ("search_code", "API_KEY NOT NOT repo:acme/secret"),
+    ("search_repositories", "widgets (secret"),
+    ("search_code", "API_KEY or hunter2"),
+    ("search_code", "API_KEY not"),
+    ("search_code", "API_KEY\u200brepo:acme/secret"),
+    ("search_code", "API_KEY repo\u200b:acme/secret"),
+]
+
+
+async def test_a_search_cannot_reach_past_the_list_through_its_syntax(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake, repos=["acme/widgets"])) as client:
+        fake.reset_requests()
+        for tool, query in REACHING_OUT:
+            result = await client.call_tool_mcp(tool, {"query": query})
+            assert result.is_error, (tool, query, text_of(result))
+            assert "unexpectedly" not in text_of(result), text_of(result)
+    assert fake.count() == 0, [r.query for r in fake.requests]
+
+
+async def test_github_receives_the_query_with_the_scope_the_server_built(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake, repos=["acme/widgets"])) as client:
+        fake.reset_requests()
+        code = await client.call_tool("search_code", {"query": "API_KEY NOT repo:acme/secret"})
+        issues = await client.call_tool("search_issues", {"query": 'crash REPO:"ACME/widgets"'})
+        repos = await client.call_tool("search_repositories", {"query": "widgets (for everyone)"})
+    assert [r.query["q"] for r in fake.requests] == [
+        "API_KEY -repo:acme/secret repo:acme/widgets",
+        "crash is:issue repo:ACME/widgets",
+        "widgets (for everyone) repo:acme/widgets",
+    ]
+    assert code.structured_content["items"] == []
+    assert [i["number"] for i in issues.structured_content["items"]] == [1, 7]
+    assert [r["repo"] for r in repos.structured_content["items"]] == ["acme/widgets"]
+
+
+async def test_a_search_inside_the_list_counts_only_what_it_shows(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake, repos=["acme/widgets"])) as client:
+        result = await client.call_tool("search_issues", {"query": "number", "limit": 2})
+    first = text_of(result).splitlines()[0]
+    assert first == "2 shown for 'number is:issue repo:acme/widgets'; more with next_cursor", first
+    assert "43" not in text_of(result)  # GitHub's total counts what the token sees, not what the list allows
 
 
 async def test_get_me_and_the_instructions_name_the_list(fake: FakeGitHub) -> None:

@@ -494,13 +494,27 @@ async def test_a_write_whose_answer_is_lost_is_sent_once_and_says_to_check(
     )
 
 
-async def test_a_read_whose_answer_is_lost_says_github_could_not_be_reached(fake: FakeGitHub) -> None:
+async def test_a_read_whose_answer_is_lost_is_asked_once_more(fake: FakeGitHub) -> None:
+    # Issue 28: BoundedRetry(read=0), there for writes, kept a dropped GET from its one retry.
     fake.drop("GET", r"/issues/2$")
     async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp(*GET_ISSUE)
+    assert not result.is_error, text_of(result)
+    assert [r.path for r in fake.requests] == ["/repos/acme/widgets/issues/2"] * 2
+
+
+async def test_a_read_whose_answer_is_lost_twice_says_github_could_not_be_reached(fake: FakeGitHub) -> None:
+    fake.drop("GET", r"/issues/2$")
+    fake.drop("GET", r"/issues/2$")
+    fake.drop("GET", r"/issues/2$")
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
         result = await client.call_tool_mcp(*GET_ISSUE)
     assert result.is_error
     assert "may have been done" not in text_of(result)
     assert text_of(result).startswith("Cannot reach GitHub")
+    assert fake.count() == 2, "one retry at most"
 
 
 async def test_a_write_whose_answer_does_not_come_in_time_says_to_check(fake: FakeGitHub) -> None:
@@ -513,3 +527,68 @@ async def test_a_write_whose_answer_does_not_come_in_time_says_to_check(fake: Fa
         "GitHub did not answer creating an issue in acme/widgets within 1 s; it may have been done."
     )
     assert fake.count() == 1
+
+
+CAPTIVE_PORTAL = b"<!doctype html><html><head><title>Sign in to Hotel Wi-Fi</title></head><body>Accept</body></html>"
+ISSUE_1 = ("get_issue", {"repo": REPO, "number": 1}, r"/issues/1$")
+ISSUES = ("list_issues", {"repo": REPO}, r"/issues$")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "path", "answer", "found"),
+    [
+        pytest.param(*ISSUE_1, {"cut": 700}, "JSON cut short or malformed", id="cut-json"),
+        pytest.param(*ISSUE_1, {"body": CAPTIVE_PORTAL, "content_type": "text/html"}, "an HTML page", id="html"),
+        pytest.param(*ISSUE_1, {"body": b"[]"}, "a list where an object belongs", id="list-for-an-object"),
+        pytest.param(*ISSUES, {"body": CAPTIVE_PORTAL, "content_type": "text/html"}, "an HTML page", id="list-html"),
+        pytest.param(*ISSUES, {"body": b'"issues"'}, "a bare string", id="bare-string"),
+        pytest.param(*ISSUES, {"body": b""}, "an empty body", id="empty"),
+        pytest.param(*ISSUES, {"body": b"{}"}, "an object where a list belongs", id="object-for-a-list"),
+        pytest.param(
+            "search_issues", {"query": "crash"}, r"/search/issues$", {"body": b'{"total_count": 3}'}, "no items list"
+        ),
+        pytest.param(
+            "get_pull_request_diff",
+            {"repo": REPO, "number": 46},
+            r"/pulls/46$",
+            {"body": CAPTIVE_PORTAL, "content_type": "text/html"},
+            "an HTML page where GitHub sends application/vnd.github.diff",
+            id="diff-html",
+        ),
+    ],
+)
+async def test_a_200_that_is_not_githubs_json_is_a_retryable_error(
+    fake: FakeGitHub, tool: str, arguments: dict[str, object], path: str, answer: dict[str, object], found: str
+) -> None:
+    # Issue 28: "Nothing found." for a portal's page, "acme/widgets#1 unknown, opened by ghost" for cut JSON.
+    fake.garble("GET", path, **answer)  # type: ignore[arg-type]
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(tool, arguments)
+        again = await client.call_tool_mcp(tool, arguments)
+    assert result.is_error
+    assert f"was not what GitHub sends ({found}); a proxy or a network sign-in page" in text_of(result)
+    assert text_of(result).endswith("Retry shortly; if it persists, check the network or GITHUB_API_URL.")
+    assert not again.is_error, text_of(again)
+
+
+async def test_a_write_answered_with_a_portal_page_says_it_may_have_been_done(fake: FakeGitHub) -> None:
+    fake.garble("POST", r"/issues$", body=CAPTIVE_PORTAL, content_type="text/html; charset=utf-8")
+    before = len(fake.repos[REPO].issues)
+    async with Client(server_for(fake)) as client:
+        fake.reset_requests()
+        result = await client.call_tool_mcp("create_issue", {"repo": REPO, "title": "Crash on save"})
+    assert result.is_error
+    assert "(an HTML page)" in text_of(result)
+    assert "it may have been done. Read it back" in text_of(result)
+    assert fake.count("POST") == 1
+    assert len(fake.repos[REPO].issues) == before + 1  # it was done, once, and not reported as done
+
+
+async def test_an_error_quoting_the_start_of_the_token_shows_none_of_it(fake: FakeGitHub) -> None:
+    # Issue 28: the ghp_ shape wants 20 characters after the prefix, so a 409 quoting TOKEN[:20] kept 16 of them.
+    fake.fail(r"/issues/2/comments$", 409, message=f"Conflict for credential {TOKEN[:20]}")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp("add_issue_comment", {"repo": REPO, "number": 2, "body": "hi"})
+    assert result.is_error
+    assert text_of(result).startswith("GitHub refused commenting on acme/widgets#2: Conflict for credential ***.")
+    assert TOKEN[4:12] not in text_of(result)

@@ -247,3 +247,26 @@ async def test_a_push_and_a_log_download_report_progress_to_a_client_that_asked(
     assert pushed
     assert pushed[0] == (0, 5, "reading branch feature")
     assert heard[len(pushed)][2] == "downloading the log of job 9001"
+
+
+async def test_a_commit_without_any_author_says_so_in_words(fake: FakeGitHub) -> None:
+    # Issue 28: with GitHub's author and the Git author both null, the text said "by None".
+    widgets = fake.repos[REPO]
+    sha = fake.commit(widgets, "main", "Imported", dict(fake.commits[widgets.branches["main"]].files), author="")
+    async with Client(server_for(fake)) as client:
+        commit = await client.call_tool("get_commit", {"repo": REPO, "sha": sha})
+    assert "None" not in text_of(commit), text_of(commit)
+    assert text_of(commit).startswith(f"commit {sha} by unknown on an unknown date")
+    assert "author" not in commit.structured_content["item"]
+
+
+async def test_a_file_whose_first_nul_comes_late_is_still_binary(fake: FakeGitHub) -> None:
+    # Issue 28: only the first 8,000 bytes were looked at; this file's first NUL is at 16,320.
+    widgets = fake.repos[REPO]
+    late = b"x" * 16_320 + b"\x00\x01\x02" + b"y" * 100
+    files = {**fake.commits[widgets.branches["main"]].files, "data.bin": late}
+    fake.commit(widgets, "main", "Add data", files)
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool("get_file_contents", {"repo": REPO, "path": "data.bin"})
+    assert text_of(result) == f"{REPO}:data.bin is a binary file of {len(late):,} bytes; not shown."
+    assert "content" not in result.structured_content

@@ -413,6 +413,7 @@ class FakeSlack:
         """Users users.list leaves out, as Slack does with people of other organisations in shared channels."""
         self._failures: dict[str, list[_Failure]] = {}
         self._drops: dict[str, int] = {}
+        self._cuts: dict[str, int] = {}
         self._warnings: dict[str, str] = {}
         self.latency_s: dict[str, float] = {}
         """Seconds a method takes to answer, as the real Web API's few hundred milliseconds do."""
@@ -690,6 +691,12 @@ class FakeSlack:
         with self._lock:
             self._drops[method] = self._drops.get(method, 0) + times
 
+    def cut(self, method: str, *, keep: int = 300) -> None:
+        """Do the next call of `method`, then send only the first `keep` bytes of its JSON answer (200, JSON's
+        content type): what a proxy that cuts a body short delivers, after the call took effect."""
+        with self._lock:
+            self._cuts[method] = keep
+
     def _take_drop(self, method: str) -> bool:
         with self._lock:
             left = self._drops.get(method, 0)
@@ -964,7 +971,10 @@ class FakeSlack:
                 else:
                     data, content_type = json.dumps(body).encode(), "application/json; charset=utf-8"
                     with fake._lock:
-                        SENT.setdefault((method, data.decode()), None)
+                        keep = fake._cuts.pop(method, None)
+                        if keep is None:
+                            SENT.setdefault((method, data.decode()), None)
+                    data = data if keep is None else data[:keep]
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))

@@ -52,3 +52,12 @@ def test_write_channels_repeat_and_split() -> None:
 def test_the_api_url_must_be_http() -> None:
     with pytest.raises(ValidationError):
         SlackSettings(api_url="file:///etc/passwd")
+
+
+def test_allow_mentions_split_and_take_only_users_or_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SLACK_ALLOW_MENTIONS", "U0ALICE00, S01SRE")
+    assert SlackSettings().allow_mentions == ["U0ALICE00", "S01SRE"]
+    assert SlackSettings(allow_mentions=["users"]).allow_mentions == ["users"]
+    for wrong in ("here", "@alice", "<!subteam^S01>"):
+        with pytest.raises(ValidationError, match="allow-mentions"):
+            SlackSettings(allow_mentions=[wrong])

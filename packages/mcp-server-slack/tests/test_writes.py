@@ -88,18 +88,91 @@ async def test_a_renamed_or_missing_allowed_name_allows_nothing(fake: FakeSlack)
     assert fake.calls("chat.postMessage") == 0
 
 
-@pytest.mark.parametrize("mention", ["<!channel>", "<!here>", "<!everyone>", "<!here|here>", "<!CHANNEL>"])
-async def test_broadcast_mentions_are_refused_unless_allowed(fake: FakeSlack, mention: str) -> None:
+# Issue 28: each went to Slack verbatim, and each notifies people there.
+MARKUP = [
+    ("<!subteam^S01SRE|@sre> please look now", "&lt;!subteam^S01SRE|@sre&gt; please look now"),
+    ("<!subteam^S0ALLSTAFF>", "&lt;!subteam^S0ALLSTAFF&gt;"),
+    ("legacy <!group>", "legacy &lt;!group&gt;"),
+    ("<!channel > look", "&lt;!channel &gt; look"),
+    ("hey <!here|here> and <!everyone>", "hey &lt;!here|here&gt; and &lt;!everyone&gt;"),
+    ("<@U0ALICE00> ping", "&lt;@U0ALICE00&gt; ping"),
+    ("a &amp; b < c > d & e", "a &amp;amp; b &lt; c &gt; d &amp; e"),
+]
+
+
+@pytest.mark.parametrize(("text", "sent"), MARKUP)
+async def test_markup_in_the_text_reaches_slack_as_plain_text(fake: FakeSlack, text: str, sent: str) -> None:
+    # Even with broadcasts allowed: mentions come only from the mention argument.
+    server = make_server(fake, allow_write=True, write_channels=["#random"], allow_broadcast=True)
+    async with Client(server) as client:
+        posted = await client.call_tool("post_message", {"channel": "#random", "text": text})
+        replied = await client.call_tool(
+            "reply_to_thread", {"channel": "#random", "thread_ts": LUNCH, "text": text, "also_to_channel": True}
+        )
+    assert [p.params["text"] for p in fake.requests_of("chat.postMessage")] == [sent, sent]
+    assert [m["text"] for m in fake.messages["C0RANDOM0"][:2]] == [sent, sent]
+    for result in (posted, replied):
+        noted = text_of(result).startswith("(Mention markup in the text was posted as plain text; pass mention")
+        assert noted == ("<@" in text or "<!" in text), text_of(result)
+
+
+async def test_mentions_go_only_through_the_mention_argument_and_its_allow_list(fake: FakeSlack) -> None:
+    server = make_server(fake, allow_write=True, write_channels=["#random"], allow_mentions=["U0ALICE00", "S01SRE"])
+    async with Client(server) as client:
+        posted = await client.call_tool(
+            "post_message",
+            {"channel": "#random", "text": "deploy done", "mention": ["<@U0ALICE00>", "<!subteam^S01SRE|@sre>"]},
+        )
+        refused = {
+            str(mention): await client.call_tool_mcp(
+                "post_message", {"channel": "#random", "text": "look", "mention": mention}
+            )
+            for mention in (["here"], ["<!channel >"], ["U0BOB0000"], ["S0ALLSTAFF"], ["U0ALICE00", "everyone"], ["#x"])
+        }
+    assert not posted.is_error
+    assert [p.params["text"] for p in fake.requests_of("chat.postMessage")] == [
+        "<@U0ALICE00> <!subteam^S01SRE> deploy done"
+    ]
+    for mention, result in refused.items():
+        assert result.is_error, mention
+        assert "unexpectedly" not in text_of(result)
+    assert "It may mention: S01SRE, U0ALICE00." in text_of(refused["['here']"])
+    assert "--allow-broadcast" in text_of(refused["['here']"])
+    assert [m["text"] for m in fake.messages["C0RANDOM0"]].count("look") == 0
+    broadcasting = make_server(fake, allow_write=True, write_channels=["#random"], allow_broadcast=True)
+    async with Client(broadcasting) as client:
+        await client.call_tool("post_message", {"channel": "#random", "text": "standup", "mention": ["@here"]})
+    assert fake.requests_of("chat.postMessage")[-1].params["text"] == "<!here> standup"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<https://evil.test/collect?d=secret|https://docs.acme.test/runbook>",
+        "<https://evil.test/collect|docs.acme.test/runbook>",
+        "<https://evil.test/x|see www.acme.test>",
+        "<mailto:attacker@evil.test|security@acme.test>",
+        "<https://evil.test/x|d\u043ecs.acme.test>",  # a Cyrillic o
+        "<https://evil.test/x|docs\uff0eacme\uff0etest>",  # fullwidth dots
+    ],
+)
+async def test_a_link_labelled_with_another_address_is_refused(fake: FakeSlack, text: str) -> None:
     async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
-        refused = await client.call_tool_mcp("post_message", {"channel": "#random", "text": f"hey {mention} look"})
-    assert refused.is_error
-    assert "--allow-broadcast" in text_of(refused)
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": text})
+    assert result.is_error
+    assert "is labelled with another address" in text_of(result)
     assert fake.calls("chat.postMessage") == 0
-    allowing = make_server(fake, allow_write=True, write_channels=["#random"], allow_broadcast=True)
-    async with Client(allowing) as client:
-        posted = await client.call_tool_mcp("post_message", {"channel": "#random", "text": f"hey {mention} look"})
-    assert not posted.is_error, text_of(posted)
-    assert fake.requests_of("chat.postMessage")[0].params["text"] == f"hey {mention} look"
+
+
+async def test_a_link_keeps_its_words_or_its_own_address_as_label(fake: FakeSlack) -> None:
+    text = (
+        "see <https://docs.acme.test/run?a=1&b=2|the runbook> or <https://www.acme.test/x|acme.test/x> <https://a.test>"
+    )
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        await client.call_tool("post_message", {"channel": "#random", "text": text})
+    assert fake.requests_of("chat.postMessage")[0].params["text"] == (
+        "see <https://docs.acme.test/run?a=1&amp;b=2|the runbook> or <https://www.acme.test/x|acme.test/x> <https://a.test>"
+    )
 
 
 async def test_add_reaction_is_idempotent_and_checks_the_emoji(fake: FakeSlack) -> None:
@@ -192,3 +265,28 @@ async def test_a_post_that_times_out_is_sent_once_and_says_to_check(fake: FakeSl
     assert "no answer came within 0.5 s; it may have been done" in text_of(result)
     assert "read_messages" in text_of(result)
     assert len(fake.requests_of("chat.postMessage")) == 1
+
+
+async def test_a_post_whose_answer_is_cut_short_was_done_once_and_says_to_check(fake: FakeSlack) -> None:
+    # Issue 28: "failed unexpectedly (JSONDecodeError)", without the advice a lost answer to a write needs.
+    fake.cut("chat.postMessage", keep=60)
+    async with Client(make_server(fake, allow_write=True, write_channels=["#random"])) as client:
+        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "deploy done"})
+    assert result.is_error
+    assert "Slack's answer to chat.postMessage was cut short or is not JSON; it may have been done." in text_of(result)
+    assert "read_messages" in text_of(result)
+    assert len(fake.requests_of("chat.postMessage")) == 1
+    assert [m["text"] for m in fake.messages["C0RANDOM0"]].count("deploy done") == 1
+
+
+async def test_a_read_whose_answer_is_cut_short_says_so_and_a_retry_answers(fake: FakeSlack) -> None:
+    fake.cut("conversations.history", keep=300)
+    async with Client(make_server(fake)) as client:
+        result = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+        again = await client.call_tool_mcp("read_messages", {"channel": "#random"})
+    assert result.is_error
+    assert text_of(result) == (
+        "Slack's answer to conversations.history was cut short or is not JSON. "
+        "Retry shortly; if it persists, a proxy between this server and Slack may be cutting answers."
+    )
+    assert "lunch?" in text_of(again)

@@ -188,6 +188,12 @@ class GitHubApi:
         data = _parse(text, response_headers)
         if status >= 400:
             raise failure(status, response_headers, data, what)
+        if 200 <= status < 300 and status != 204:
+            if accept is None or accept.endswith("json"):
+                data = _github_json(verb, text, response_headers, what)
+            elif "html" in str(response_headers.get("content-type", "")).lower():
+                # A diff or raw file is never sent as a page: a portal's page would read as the file.
+                raise not_github_json(verb, f"an HTML page where GitHub sends {accept}", what)
         response = Response(status, response_headers, data, text)
         if 300 <= status < 400:
             return self._redirected(verb, path, query, body, accept, what, response, follow, moved_from)
@@ -319,8 +325,13 @@ class GitHubApi:
             name = self._repository_names[repository_id] = full_name
         return name
 
-    def get(self, path: str, **kwargs: Any) -> Any:
-        return self.request("GET", path, **kwargs).data
+    def get(self, path: str, *, expect: type | tuple[type, ...] = dict, **kwargs: Any) -> Any:
+        """GitHub's JSON answer, checked to be the `expect` type (an object unless told) before anyone reads it."""
+        data = self.request("GET", path, **kwargs).data
+        if not isinstance(data, expect):
+            wanted = " or ".join(_JSON_KINDS[kind] for kind in (expect if isinstance(expect, tuple) else (expect,)))
+            raise not_github_json("GET", f"{_json_kind(data)} where {wanted} belongs", kwargs.get("what") or path)
+        return data
 
     def page(
         self,
@@ -358,8 +369,12 @@ class GitHubApi:
             response = self.request("GET", path, params=query, what=what)
             if first is None:
                 first = response.data
-            items = response.data.get(key, []) if key and isinstance(response.data, dict) else response.data
-            rest = (items if isinstance(items, list) else [])[skip:]
+            items = response.data.get(key) if key and isinstance(response.data, dict) else response.data
+            if not isinstance(items, list):
+                # "Nothing found" would be a guess: GitHub sends a list here, even an empty one.
+                where = f"no {key} list" if key else f"{_json_kind(response.data)} where a list belongs"
+                raise not_github_json("GET", where, what or path)
+            rest = items[skip:]
             taken = take_within_budget(rest[: limit - len(shown)], _weight, budget, spent=used)
             used += sum(_weight(item) for item in rest[:taken])
             shown += rest[:taken]
@@ -468,6 +483,45 @@ def _parse(text: str, headers: Mapping[str, Any]) -> Any:
         except ValueError:
             return {"message": text[:500]}
     return text
+
+
+def _github_json(verb: str, text: str, headers: Mapping[str, Any], what: str) -> Any:
+    """A successful answer's JSON, or a failure saying it is not GitHub's: a captive portal's page, a body cut
+    short by a proxy or an empty one must not read as an empty list or an item of unknown fields."""
+    media = str(headers.get("content-type", "")).split(";", 1)[0].strip().lower()
+    if not text:
+        raise not_github_json(verb, "an empty body", what)
+    if "json" not in media:
+        raise not_github_json(verb, "an HTML page" if "html" in media else f"{media or 'untyped'} content", what)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise not_github_json(verb, "JSON cut short or malformed", what) from None
+    if not isinstance(data, dict | list):
+        raise not_github_json(verb, _json_kind(data), what)
+    return data
+
+
+_JSON_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a bare string", bool: "a bare true or false"}
+
+
+def _json_kind(data: Any) -> str:
+    return _JSON_KINDS.get(type(data), "a bare number" if isinstance(data, int | float) else "null")
+
+
+def not_github_json(verb: str, found: str, what: str) -> Unavailable:
+    """The failure for a 2xx answer GitHub did not write: retryable for a read, to be checked for a write."""
+    message = f"GitHub's answer to {what} was not what GitHub sends ({found}); a proxy or a network sign-in page"
+    if verb == "GET":
+        return Unavailable(
+            f"{message} may have answered in its place.",
+            hint="Retry shortly; if it persists, check the network or GITHUB_API_URL.",
+        )
+    return Unavailable(
+        f"{message} may have answered in its place; it may have been done.",
+        hint="Read it back (the issue, comment, pull request, branch or file) to see whether it took effect"
+        " before you retry.",
+    )
 
 
 def _next_query(link: str) -> dict[str, str] | None:

@@ -180,8 +180,14 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             if api.allow.allows(*split_repo(repo)):  # the query is narrowed; this holds even if GitHub widened it
                 items.append({"repo": repo, **issue_summary(issue)})
         lines = [f"{i['repo']}{issue_line(i)}" for i in items]
-        total = page.data.get("total_count", len(items)) if isinstance(page.data, dict) else len(items)
-        text = f"{total} results for {query!r}\n" + fenced_lines(lines, "search results; titles written by others")
+        if api.allow:
+            # GitHub's total_count counts whatever the token can see: with an allow-list, only what is shown.
+            more = "; more with next_cursor" if page.next_cursor else ""
+            count = f"{len(items)} shown for {query!r}{more}"
+        else:
+            total = page.data.get("total_count", len(items)) if isinstance(page.data, dict) else len(items)
+            count = f"{total} results for {query!r}"
+        text = f"{count}\n" + fenced_lines(lines, "search results; titles written by others")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
     @toolset.tool(title="Create issue", read_only=False, open_world=True)

@@ -170,7 +170,9 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         where = f"{repo}#{number}"
         reviews: list[dict[str, Any]] = []
         if not cursor:
-            reviews = api.get(f"/repos/{repo}/pulls/{number}/reviews", params={"per_page": 100}, what=where) or []
+            reviews = api.get(
+                f"/repos/{repo}/pulls/{number}/reviews", params={"per_page": 100}, what=where, expect=list
+            )
         page = api.page(
             f"/repos/{repo}/pulls/{number}/comments", limit=limit, cursor=cursor, scope="", what=f"comments of {where}"
         )

@@ -134,7 +134,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         """Use to read a file (by line range) or list a directory in a repository."""
         where = f"{repo}:{path or '/'}" + (f"@{ref}" if ref else "")
         url = f"/repos/{repo}/contents/{file_path(path)}".rstrip("/")
-        data = api.get(url, params={"ref": ref}, what=where)
+        data = api.get(url, params={"ref": ref}, what=where, expect=(dict, list))
         if isinstance(data, list):
             entries = [
                 compact({"name": one_line(e.get("name"), 300), "type": e.get("type"), "size": e.get("size") or None})
@@ -154,7 +154,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         if raw is None:  # over 1 MB: the contents API leaves the content out
             text_body = api.request("GET", url, params={"ref": ref}, accept=RAW_MEDIA, what=where).data
             raw = text_body.encode() if isinstance(text_body, str) else b""
-        if b"\x00" in raw[:8000]:
+        # The whole file, not its first 8,000 bytes as git does: a NUL further on (at 16,320 in one case) made a
+        # binary file read as text. Looking for one byte in what is already held costs next to nothing.
+        if b"\x00" in raw:
             result = FileContent(path=path, sha=data.get("sha"), size=len(raw))
             result._text = f"{where} is a binary file of {len(raw):,} bytes; not shown."
             return result
@@ -306,7 +308,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             f" +{stats.get('additions', 0)} -{stats.get('deletions', 0)}"
         )
         message = fenced(
-            commit.get("message"), f"message of commit {str(data.get('sha'))[:7]}", author=str(author), markup=False
+            commit.get("message"), f"message of commit {str(data.get('sha'))[:7]}", author=said(author), markup=False
         )
         listing = changed_files_text(files)
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{message}\n{listing}")

@@ -36,8 +36,11 @@ class BoundedRetry(Retry):
     - a rate limit (403/429) whose wait (Retry-After, or X-RateLimit-Reset when the primary limit is used up)
       is at most `max_wait` seconds is retried once after that wait; a longer one is returned at once, so the
       model hears when to come back instead of the call hanging;
-    - a 5xx on GET is retried once; writes are not, since GitHub may have applied them.
+    - a 5xx on GET, or a GET whose connection dropped before its answer, is retried once; writes are not, since
+      GitHub may have applied them; nor is an answer that did not come in time, which would double the wait.
     """
+
+    _READS = frozenset({"GET", "HEAD"})
 
     def __init__(self, max_wait: float = 5.0, **kwargs: Any) -> None:
         self.max_wait = max_wait
@@ -45,8 +48,12 @@ class BoundedRetry(Retry):
         kwargs.setdefault("raise_on_status", False)
         kwargs.setdefault("backoff_factor", 0.5)
         kwargs.setdefault("allowed_methods", None)  # statuses: is_retry() decides per method
-        kwargs.setdefault("read", 0)  # a read timeout may follow a write GitHub applied: never resent
+        # A read error (a dropped connection) may follow a write GitHub applied: only a GET or HEAD is resent.
+        kwargs.setdefault("read", 1)
         super().__init__(**kwargs)
+
+    def _is_method_retryable(self, method: str) -> bool:
+        return method.upper() in self._READS
 
     def new(self, **kwargs: Any) -> BoundedRetry:
         retry = super().new(**kwargs)
@@ -56,7 +63,7 @@ class BoundedRetry(Retry):
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if status_code in (403, 429):
             return True  # increment() decides from the headers whether it is a short rate limit
-        return method.upper() in ("GET", "HEAD") and status_code in _RETRY_STATUSES
+        return method.upper() in self._READS and status_code in _RETRY_STATUSES
 
     def increment(
         self,
@@ -72,6 +79,8 @@ class BoundedRetry(Retry):
             if wait is None or wait > self.max_wait:
                 # Not a rate limit (a permission 403), or too long to wait: hand the response back as it is.
                 raise MaxRetryError(_pool, url or "", ResponseError(f"{response.status}, not retried"))  # type: ignore[arg-type]
+        if isinstance(error, ReadTimeoutError):
+            raise MaxRetryError(_pool, url or "", error) from error  # type: ignore[arg-type]
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
     def sleep(self, response: Any = None) -> None:

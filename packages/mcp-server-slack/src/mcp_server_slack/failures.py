@@ -20,7 +20,7 @@ from typing import Any
 from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
 from mcp_server_core.conventions.untrusted import strip_invisible
 
-__all__ = ["ERRORS", "WRITES", "Meaning", "MissingScope", "failure_of", "retry_after_of"]
+__all__ = ["ERRORS", "WRITES", "Meaning", "MissingScope", "cut_short", "failure_of", "retry_after_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -346,6 +346,16 @@ def _not_json(method: str, status: int) -> ToolFailure:
     )
 
 
+def cut_short(method: str) -> Unavailable:
+    """A 200 whose JSON does not parse (cut by a proxy, or not Slack's): a write it answered may have been done."""
+    said = f"Slack's answer to {method} was cut short or is not JSON"
+    if method in WRITES:
+        return Unavailable(f"{said}; it may have been done.", hint=_WRITE_MAY_HAVE_HAPPENED.hint)
+    return Unavailable(
+        f"{said}.", hint="Retry shortly; if it persists, a proxy between this server and Slack may be cutting answers."
+    )
+
+
 def _slack_says(data: Mapping[str, Any]) -> str:
     """Slack's own explanation of a refusal, from `response_metadata.messages` (invalid_arguments, invalid_blocks
     and the like carry one), as one bounded line: what a bug report needs beside the method and code."""
@@ -363,8 +373,10 @@ def _slack_says(data: Mapping[str, Any]) -> str:
 def failure_of(method: str, *, status: int, headers: Any, data: Mapping[str, Any]) -> ToolFailure:
     """The failure for one answer that was not a success: HTTP 429, a non-JSON page, or `ok: false`."""
     code = str(data.get("error") or "")
-    if not _is_json(headers) or " " in code:  # slack-sdk puts "Received a response in a non-JSON format: <body>"
+    if not _is_json(headers):
         return _not_json(method, status)
+    if " " in code:  # slack-sdk puts "Received a response in a non-JSON format: <body>" for JSON it cannot parse
+        return cut_short(method) if status < 300 else _not_json(method, status)
     if status == 429:
         seconds = retry_after_of(headers, default=DEFAULT_RATE_LIMIT_WAIT_S)
         return RateLimited(f"Slack rate-limited {method} (HTTP 429).", retry_after=seconds)

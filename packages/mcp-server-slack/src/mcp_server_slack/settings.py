@@ -10,6 +10,8 @@ from mcp_server_core.conventions.settings import ServerSettings
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from mcp_server_slack.posting import MENTION_ENTRY
+
 BOT_PREFIXES = ("xoxb-", "xoxe.xoxb-")
 USER_PREFIXES = ("xoxp-", "xoxe.xoxp-")
 
@@ -48,8 +50,20 @@ class SlackSettings(ServerSettings):
         default_factory=list, description="channels writes may go to: IDs or #names, comma-separated"
     )
     allow_broadcast: bool = Field(False, description="let posts mention @channel, @here and @everyone")
+    allow_mentions: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="who a post's mention argument may name: users (anyone), user IDs, user group IDs",
+    )
 
-    @field_validator("write_channels", mode="before")
+    @field_validator("allow_mentions", mode="after")
+    @classmethod
+    def _check_mentions(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not MENTION_ENTRY.match(entry):
+                raise ValueError(f"allow-mentions: {entry!r} is not users, a user ID (U…) or a user group ID (S…)")
+        return value
+
+    @field_validator("write_channels", "allow_mentions", mode="before")
     @classmethod
     def _split_channels(cls, value: object) -> object:
         if isinstance(value, str):

@@ -29,11 +29,13 @@ def check_tokens(settings: SlackSettings) -> None:
 
 def slack_toolsets(settings: SlackSettings, api: SlackApi, directory: Directory) -> list[Toolset]:
     """The read toolset, and the write toolset when writes are on: the same on both tracks."""
+    from mcp_server_slack.posting import MentionPolicy
     from mcp_server_slack.tools import WritePolicy, read_toolset, write_toolset
 
     chosen = [read_toolset(api, directory)]
     if settings.writes_enabled:
-        policy = WritePolicy(directory, settings.write_channels, allow_broadcast=settings.allow_broadcast)
+        mentions = MentionPolicy(settings.allow_mentions, allow_broadcast=settings.allow_broadcast)
+        policy = WritePolicy(directory, settings.write_channels, mentions)
         chosen.append(write_toolset(api, directory, policy))
     return chosen
 
@@ -66,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     slack.add_argument(
         "--allow-broadcast", action="store_const", const=True, help="let posts mention @channel, @here, @everyone"
+    )
+    slack.add_argument(
+        "--allow-mentions", action="append", help="who posts may mention: users (anyone), U… user or S… group IDs"
     )
 
 

@@ -25,8 +25,9 @@ from pydantic import Field
 
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import CHANNEL_ID, USER_ID, Channel, Directory, User
-from mcp_server_slack.formatting import BROADCAST, parse_time, ts_to_iso
+from mcp_server_slack.formatting import parse_time, ts_to_iso
 from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, to_records
+from mcp_server_slack.posting import MentionPolicy, to_mrkdwn
 
 __all__ = ["WritePolicy", "read_toolset", "write_toolset"]
 
@@ -402,10 +403,10 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
 class WritePolicy:
     """Where writes may go (channel IDs, names resolved to IDs at each check) and what a post may say."""
 
-    def __init__(self, directory: Directory, allowed: list[str], *, allow_broadcast: bool) -> None:
+    def __init__(self, directory: Directory, allowed: list[str], mentions: MentionPolicy) -> None:
         self.directory = directory
         self.allowed = allowed
-        self.allow_broadcast = allow_broadcast
+        self.mentions = mentions
 
     def allowed_ids(self) -> set[str]:
         ids = set()
@@ -428,29 +429,32 @@ class WritePolicy:
             )
         return channel
 
-    def check_text(self, text: str) -> None:
-        found = BROADCAST.search(text)
-        if found and not self.allow_broadcast:
-            raise Refused(
-                f"The message mentions @{found.group(1).lower()}, which notifies everyone in the channel.",
-                hint="Remove the mention; the server allows it only when started with --allow-broadcast.",
-            )
+    def message(self, text: str, mention: list[str] | None) -> str:
+        """The text Slack is sent: the model's escaped (posting.py), after the mentions it was allowed."""
+        tags = self.mentions.markup(mention or [])
+        body, had_markup = to_mrkdwn(text)
+        if had_markup:
+            note_in_answer("(Mention markup in the text was posted as plain text; pass mention to notify.)")
+        return f"{tags} {body}" if tags else body
 
 
 MessageText = Annotated[str, Field(description="mrkdwn text", min_length=1, max_length=40_000)]
+Mention = Annotated[list[str] | None, Field(description="user/group IDs or here to notify")]
 
 
 def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> Toolset:
     toolset = Toolset("write", "Post messages and reactions to allowed channels")
 
-    def post(channel: str, text: str, thread_ts: str | None, broadcast: bool = False) -> Posted:
-        policy.check_text(text)
+    def post(
+        channel: str, text: str, thread_ts: str | None, mention: list[str] | None, broadcast: bool = False
+    ) -> Posted:
+        message = policy.message(text, mention)
         found = policy.check_channel(channel)
         data = api.call(
             "chat.postMessage",
             json_body=True,
             channel=found.id,
-            text=text,
+            text=message,
             thread_ts=thread_ts,
             reply_broadcast=True if broadcast else None,
             # A posted link must not make Slack fetch it: a preview request can carry data out to its host.
@@ -460,14 +464,16 @@ def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> T
         return Posted(channel=f"{directory.label(found)} ({found.id})", ts=str(data.get("ts")), thread_ts=thread_ts)
 
     @toolset.tool(title="Post message", read_only=False, open_world=True)
-    def post_message(channel: ChannelRef, text: MessageText) -> Posted:
+    def post_message(channel: ChannelRef, text: MessageText, mention: Mention = None) -> Posted:
         """Post a message to an allowed channel (link previews off)."""
-        return post(channel, text, None)
+        return post(channel, text, None, mention)
 
     @toolset.tool(title="Reply in thread", read_only=False, open_world=True)
-    def reply_to_thread(channel: ChannelRef, thread_ts: Ts, text: MessageText, also_to_channel: bool = False) -> Posted:
+    def reply_to_thread(
+        channel: ChannelRef, thread_ts: Ts, text: MessageText, also_to_channel: bool = False, mention: Mention = None
+    ) -> Posted:
         """Reply in a thread in an allowed channel."""
-        return post(channel, text, thread_ts, also_to_channel)
+        return post(channel, text, thread_ts, mention, also_to_channel)
 
     @toolset.tool(title="Add reaction", read_only=False, open_world=True, idempotent=True)
     def add_reaction(

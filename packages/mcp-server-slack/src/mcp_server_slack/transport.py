@@ -7,6 +7,7 @@ answers `initialize` and `tools/list` never needs it (a command imports it while
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Collection
@@ -27,7 +28,7 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
-from mcp_server_slack.failures import WRITES, failure_of, retry_after_of
+from mcp_server_slack.failures import WRITES, cut_short, failure_of, retry_after_of
 from mcp_server_slack.settings import SlackSettings
 
 __all__ = ["BoundedRateLimitRetry", "send", "web_client"]
@@ -135,6 +136,9 @@ def send(
         raise Unavailable(f"Slack call {method} failed: {type(exc).__name__}.") from None
     except OSError as exc:  # URLError, timeouts, refused connections
         raise _network_failure(client, method, exc) from None
+    except json.JSONDecodeError:
+        # JSON cut short: with retry handlers, slack-sdk parses a 200 body starting with "{" and lets the error out.
+        raise cut_short(method) from None
     if not isinstance(response.data, dict):
         raise Unavailable(f"Slack answered {method} with something that is not JSON.")
     if response.data.get("warning"):

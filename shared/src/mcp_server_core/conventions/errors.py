@@ -161,6 +161,12 @@ def os_failure(exc: OSError, doing: str) -> ToolFailure:
     return kind(f"{doing} failed: {cause} ({name}).", hint=step)
 
 
+RESOURCE_FAILED = -32050
+"""JSON-RPC code (of the range the spec leaves to servers) for a resource read that failed as a tool call fails
+with isError: refused (an upstream rejected the credentials, a path outside the roots), unavailable, rate-limited.
+Its message says what to do, its data names the category; -32603 would say the server has a bug."""
+
+
 # Shapes of secrets, redacted wherever they appear. Known values registered at start-up (tokens from settings)
 # are redacted too, whatever their shape.
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -180,17 +186,36 @@ _known_lock = threading.Lock()
 
 
 def register_secret(value: str | None) -> None:
-    """Redact this exact value from every message and log line from now on (tokens, passwords from settings)."""
+    """Redact this value, and any start of it longer than seven characters, from every message and log line from
+    now on (tokens, passwords from settings)."""
     if value and len(value) >= 4:
         with _known_lock:
             _known_secrets.add(value)
 
 
+PREFIX_SHOWN_MAX = 7
+"""The longest start of a registered secret a message may keep: an upstream that echoes a token's first 20
+characters in an error must not hand the model most of it."""
+
+
+def _redact_known(text: str, secret: str) -> str:
+    if len(secret) <= PREFIX_SHOWN_MAX:
+        return text.replace(secret, "***")
+    head = secret[: PREFIX_SHOWN_MAX + 1]
+    start = text.find(head)
+    while start >= 0:
+        end, limit = start + len(head), min(len(text), start + len(secret))
+        while end < limit and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + "***" + text[end:]
+        start = text.find(head, start + 3)
+    return text
+
+
 def redact(text: str) -> str:
-    """The text with every secret replaced by ***."""
+    """The text with every secret, and any start of a registered one longer than seven characters, as ***."""
     for secret in sorted(_known_secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, "***")
+        text = _redact_known(text, secret)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text

@@ -47,7 +47,15 @@ from pydantic import ValidationError as PydanticValidationError
 
 from mcp_server_core.auth.identity import caller
 from mcp_server_core.conventions.budget import cut_text, fit_structure, json_size
-from mcp_server_core.conventions.errors import NotFound, ToolFailure, did_you_mean, redact
+from mcp_server_core.conventions.errors import (
+    RESOURCE_FAILED,
+    InvalidArgument,
+    NotFound,
+    RateLimited,
+    ToolFailure,
+    did_you_mean,
+    redact,
+)
 from mcp_server_core.conventions.tools import DEFAULT_BUDGET, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure
 from mcp_server_core.operations.health import Readiness
@@ -333,10 +341,13 @@ class ReferenceServer(FastMCP[Any]):
         except ResourceError as exc:
             # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
             failure = exc.__cause__
-            if isinstance(failure, NotFound):
+            if isinstance(failure, NotFound | InvalidArgument):
                 raise MCPError(code=INVALID_PARAMS, message=redact(str(failure)), data={"uri": uri}) from failure
             if isinstance(failure, ToolFailure):
-                raise ResourceError(str(failure)) from failure
+                data: dict[str, Any] = {"uri": uri, "category": failure.category}
+                if isinstance(failure, RateLimited) and failure.retry_after is not None:
+                    data["retry_after"] = failure.retry_after
+                raise MCPError(code=RESOURCE_FAILED, message=redact(str(failure)), data=data) from failure
             raise
 
     async def render_prompt(
