@@ -13,7 +13,6 @@ import json
 import logging
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,20 +66,6 @@ def __getattr__(name: str) -> Any:
 
         return BoundedRetry
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def rate_limit_wait(headers: Mapping[str, Any]) -> float | None:
-    """Seconds GitHub asks us to wait, or None when the response is no rate limit (as GitHub documents it)."""
-    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    retry_after = lowered.get("retry-after", "").strip()
-    if retry_after.isdigit():
-        return float(retry_after)
-    if lowered.get("x-ratelimit-remaining") == "0":
-        reset = lowered.get("x-ratelimit-reset", "")
-        if reset.isdigit():
-            return max(int(reset) - time.time(), 0.0) + 1.0
-        return 60.0
-    return None
 
 
 @dataclass
@@ -540,6 +525,8 @@ def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> To
     message = str(body.get("message") or f"HTTP {status}").rstrip(".")
     details = _error_details(body)
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    from mcp_server_github.transport import rate_limit_wait
+
     wait = rate_limit_wait(lowered) if status in (403, 429) else None
     if wait is not None or (status in (403, 429) and "rate limit" in message.lower()):
         # A secondary limit says so in its message, and may also carry remaining 0 and the reset to wait for.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import SplitResult
@@ -24,10 +25,23 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from mcp_server_github.client import rate_limit_wait
 from mcp_server_github.settings import GitHubSettings
 
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+def rate_limit_wait(headers: Mapping[str, Any]) -> float | None:
+    """Seconds GitHub asks us to wait, or None when the response is no rate limit (as GitHub documents it)."""
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    retry_after = lowered.get("retry-after", "").strip()
+    if retry_after.isdigit():
+        return float(retry_after)
+    if lowered.get("x-ratelimit-remaining") == "0":
+        reset = lowered.get("x-ratelimit-reset", "")
+        if reset.isdigit():
+            return max(int(reset) - time.time(), 0.0) + 1.0
+        return 60.0
+    return None
 
 
 class BoundedRetry(Retry):
