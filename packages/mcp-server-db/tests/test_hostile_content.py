@@ -170,3 +170,19 @@ async def test_a_column_named_to_forge_a_line_shows_in_one_line_in_the_header(ho
     assert text.split("\n")[1] == "1\ta\\u202eb"
     assert result.structured_content["columns"] == [f"x\\n{FORGED}", "y"]
     assert result.structured_content["rows"] == [[1, "a\u202eb"]], "a value is data: the structure keeps it"
+
+
+async def test_a_name_that_reads_as_ddl_is_quoted_in_describe(tmp_path: Path) -> None:
+    path = tmp_path / "forged.db"
+    connection = sqlite3.connect(path)
+    connection.execute('CREATE TABLE "t PRIMARY KEY" ("x TEXT PRIMARY KEY" TEXT, "say ""hi""" INTEGER, plain TEXT)')
+    connection.close()
+    async with Client(build_server(DbSettings(url=f"sqlite:///{path}", schema_poll_s=0))) as client:
+        result = await client.call_tool_mcp("describe_tables", {"tables": ["t PRIMARY KEY"]})
+    lines = result.content[0].text.split("\n")
+    assert lines[:4] == [
+        'TABLE "t PRIMARY KEY" (~0 rows)',
+        '"x TEXT PRIMARY KEY" TEXT',
+        '"say ""hi""" INTEGER',
+        "plain TEXT",
+    ]

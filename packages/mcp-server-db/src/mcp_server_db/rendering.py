@@ -9,6 +9,7 @@ rows holds the columns and rows whose text and JSON fit its budget (`page_rows`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ class TableInfo(BaseModel):
         """Flat and DDL-like, as `.schema` reads: what concerns one column on its line (its key, uniqueness and
         reference), each constraint over several columns on a line of its own. Index names are left out (what a
         query needs is which columns are indexed; find_objects lists the names)."""
-        head = f"{self.kind.upper()} {Untrusted(self.name)}"
+        head = f"{self.kind.upper()} {identifier(self.name)}"
         head += f" (~{self.row_estimate} rows)" if self.row_estimate is not None else ""
         head += f" -- {Untrusted(self.comment)}" if self.comment else ""
         lines = [head]
@@ -97,10 +98,10 @@ class TableInfo(BaseModel):
         for f in self.foreign_keys:
             if len(f.columns) == 1:
                 references.setdefault(f.columns[0], []).append(
-                    f"{Untrusted(f.ref_table)}({Untrusted(f.ref_columns[0])})"
+                    f"{identifier(f.ref_table)}({identifier(f.ref_columns[0])})"
                 )
         for c in self.columns:
-            line = f"{Untrusted(c.name)} {Untrusted(c.type)}"
+            line = f"{identifier(c.name)} {Untrusted(c.type)}"
             line += " NOT NULL" if not c.nullable and c.name != key else ""
             line += f" DEFAULT {Untrusted(c.default)}" if c.default is not None else ""
             line += " PRIMARY KEY" if c.name == key else ""
@@ -113,7 +114,7 @@ class TableInfo(BaseModel):
         if len(self.primary_key) > 1:
             lines.append(f"PRIMARY KEY ({names_in_line(self.primary_key)})")
         lines += [
-            f"FOREIGN KEY ({names_in_line(f.columns)}) REFERENCES {Untrusted(f.ref_table)}"
+            f"FOREIGN KEY ({names_in_line(f.columns)}) REFERENCES {identifier(f.ref_table)}"
             f"({names_in_line(f.ref_columns)})"
             for f in self.foreign_keys
             if len(f.columns) > 1
@@ -123,7 +124,7 @@ class TableInfo(BaseModel):
         if self.referenced_by:
             lines.append(
                 "REFERENCED BY "
-                + ", ".join(f"{Untrusted(f.ref_table)}({names_in_line(f.columns)})" for f in self.referenced_by)
+                + ", ".join(f"{identifier(f.ref_table)}({names_in_line(f.columns)})" for f in self.referenced_by)
             )
         # A unique index that only backs the primary key or a UNIQUE constraint says nothing new.
         stated = [self.primary_key, *self.unique]
@@ -135,14 +136,25 @@ class TableInfo(BaseModel):
                 lines.append(f"{word} {', '.join(shown)}")
         if self.sample is not None:
             lines.append(f"sample ({len(self.sample)} rows):")
-            lines.append(names_in_line([c.name for c in self.columns], "\t"))
+            lines.append("\t".join(one_line(c.name) for c in self.columns))  # a header, as run_query's
             lines += ["\t".join(cell(v) for v in row) for row in self.sample]
         return "\n".join(lines)
 
 
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(?:\.[A-Za-z_][A-Za-z0-9_$]*)?")
+"""A plain name, or a schema's table as the tools name it (`sales.orders`)."""
+
+
+def identifier(name: str) -> str:
+    """A name as DDL shows it: its one-line form, in double quotes (inner ones doubled, as SQL writes them) unless
+    it is a plain identifier, so a column named `x TEXT PRIMARY KEY` cannot pass for a key the table has."""
+    shown = one_line(name)
+    return shown if _PLAIN_IDENTIFIER.fullmatch(shown) else '"' + shown.replace('"', '""') + '"'
+
+
 def names_in_line(names: Iterable[str], separator: str = ", ") -> str:
-    """Names from the database as the server's text lists them: each in its one-line form."""
-    return separator.join(str(Untrusted(name)) for name in names)
+    """Names from the database as the server's DDL-like text lists them (`identifier`)."""
+    return separator.join(identifier(name) for name in names)
 
 
 def cell(value: Any) -> str:
