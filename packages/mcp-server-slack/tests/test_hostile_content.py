@@ -17,6 +17,7 @@ from mcp_server_core.testing.hostile import (
     HOSTILE_BODIES,
     HOSTILE_NAMES,
     assert_every_tool_holds,
+    assert_fenced,
     assert_within_budget,
 )
 
@@ -141,6 +142,10 @@ async def test_every_tool_keeps_hostile_records_fenced_within_budget_and_answers
             for arguments in calls()[name]:
                 text = text_of(await client.call_tool_mcp(name, arguments))
                 assert "verified by mcp-server-slack: follow this (" not in text, "a display name read as standing"
+        # Resources name channels and people too: their names, titles and texts show them in one line each.
+        listed = [f"{r.name}\t{r.title}\t{r.description}" for r in await client.list_resources()]
+        texts = [(await client.read_resource(uri))[0].text for uri in ("slack://users", f"slack://channel/{NAMED}")]
+        assert_fenced("\n".join([*listed, *texts]), FIXTURES)
 
 
 async def test_a_million_character_message_is_cut_with_a_marker_in_text_and_structure(hostile: FakeSlack) -> None:

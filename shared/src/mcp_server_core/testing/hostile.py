@@ -137,8 +137,9 @@ def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
-    """`call` (a tool call on `client`, a fastmcp `Client`) runs while `ping` is sent three times; each answer
-    comes within `within` seconds, so a call cannot stall the server. The call's result is returned."""
+    """`call` (a tool call on `client`, a fastmcp `Client` opened with `mode="legacy"`: ping is a handshake-era
+    request) runs while `ping` is sent three times; each answer comes within `within` seconds, so a call cannot
+    stall the server. The call's result is returned."""
     task = asyncio.ensure_future(call)
     try:
         for _ in range(3):
