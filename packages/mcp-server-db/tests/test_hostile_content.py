@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from mcp_server_core import one_line
 from mcp_server_core.testing.hostile import (
     FORGED,
     HOSTILE_BODIES,
@@ -90,6 +91,7 @@ def calls() -> dict[str, list[dict[str, Any]]]:
         ],
         "describe_tables": [
             {"tables": [TABLE, HOSTILE_NAMES["bidi"], HOSTILE_NAMES["standing"]], "sample_rows": 20},
+            {"tables": [one_line(TABLE), one_line(HOSTILE_NAMES["bidi"])]},  # as find_objects shows them
             {"tables": ["wide"], "sample_rows": 1},
         ],
         "run_query": [
@@ -100,7 +102,8 @@ def calls() -> dict[str, list[dict[str, Any]]]:
             {"sql": f"EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE {_quoted(NAMES[1])} = 'x'"},
         ],
         "explain_query": [{"sql": f"SELECT * FROM {table} WHERE {_quoted(NAMES[1])} = 'x'"}],
-        "distinct_values": [{"table": TABLE, "column": name, "limit": 200} for name in NAMES],
+        "distinct_values": [{"table": TABLE, "column": name, "limit": 200} for name in NAMES]
+        + [{"table": one_line(TABLE), "column": one_line(name)} for name in NAMES],
         "execute_statement": [
             {"sql": f"UPDATE {table} SET id = id RETURNING *"},
             {"sql": "UPDATE wide SET c0 = c0 RETURNING *"},

@@ -22,6 +22,7 @@ from mcp_server_core import (
 )
 from mcp_server_core.budget import json_size
 from mcp_server_core.conventions import DEFAULT_BUDGET
+from mcp_server_core.untrusted import from_one_line
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_db.rendering import (
@@ -298,7 +299,7 @@ def schema_toolset(db: Database) -> Toolset:
         from mcp_server_db.catalog import describe
 
         with db.connect() as connection:
-            described = describe(db, connection, tables, sample=sample_rows)
+            described = describe(db, connection, [from_one_line(t) for t in tables], sample=sample_rows)
         return TableDescriptions.of(described)
 
     return toolset
@@ -373,6 +374,8 @@ def analysis_toolset(db: Database) -> Toolset:
         from mcp_server_db.catalog import distinct_values as catalog_distinct_values
         from mcp_server_db.catalog import require, resolve
 
+        # Names as the tools show them (one-line forms, which a model copies back) name the same objects.
+        table, column = from_one_line(table), from_one_line(column)
         with db.connect() as connection:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
