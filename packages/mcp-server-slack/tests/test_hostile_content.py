@@ -185,3 +185,42 @@ async def test_a_page_of_long_messages_pages_so_text_and_structure_agree(hostile
             if not cursor:
                 break
     assert len(seen) == len(set(seen)) == 10
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "key"),
+    [
+        ("list_users", {"query": "longname", "limit": 500}, "users"),
+        ("list_users", {"channel": HOSTILE, "limit": 500}, "users"),
+        ("list_channels", {"query": "longname", "limit": 500}, "channels"),
+    ],
+)
+async def test_a_listing_of_long_names_pages_so_text_and_structure_agree(
+    fake: FakeSlack, tool: str, arguments: dict[str, Any], key: str
+) -> None:
+    name = "longname " + "é" * 190
+    people = [
+        _user(f"U0LONG{n:03d}", f"longname{n}", name, display=f"{name} {n}", title=name, email=f"l{n}@example.com")
+        for n in range(300)
+    ]
+    fake.users += people
+    fake.channels[:0] = [_channel(f"C0LONG{n:03d}", f"longname-{n}", topic=name, purpose=name) for n in range(300)]
+    fake.channels.insert(0, _channel(HOSTILE, "hostile"))
+    fake.members[HOSTILE] = [u["id"] for u in people]
+    seen: list[str] = []
+    async with Client(make_server(fake)) as client:
+        cursor = None
+        for _ in range(50):
+            result = await client.call_tool_mcp(tool, {**arguments, **({"cursor": cursor} if cursor else {})})
+            assert_within_budget(result, 16_000)
+            items = result.structured_content[key]
+            text = text_of(result)
+            assert "[cut at" not in text, "the page fits: the generic cut never runs"
+            assert [line.split(" ", 1)[0] for line in text.split("\n") if line.startswith(("U0", "C0"))] == [
+                item["id"] for item in items
+            ]
+            seen += [item["id"] for item in items]
+            cursor = result.structured_content.get("next_cursor")
+            if not cursor:
+                break
+    assert len(seen) == len(set(seen)) == 300

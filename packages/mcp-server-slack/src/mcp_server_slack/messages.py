@@ -7,7 +7,7 @@ names a page needs are fetched in one batch before any message is converted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Self
 
 from mcp_server_core import Rendered, Untrusted, one_line, take_within_budget
@@ -19,7 +19,7 @@ from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks
 from mcp_server_slack.directory import Channel, Directory, User
 from mcp_server_slack.formatting import mentioned_ids, quoted, render_mrkdwn, ts_to_iso
 
-__all__ = ["MessagePage", "page_text", "render_message", "to_records"]
+__all__ = ["MessagePage", "fit", "fit_items", "page_text", "render_message", "to_records"]
 
 TEXT_BUDGET = 20_000
 """Bytes of text one page of messages carries (a hundred short fenced messages fit); the rest is left to the
@@ -188,13 +188,18 @@ def render_message(record: dict[str, Any], *, page_channel: str | None = None) -
 
 
 def fit(records: list[dict[str, Any]], budget: int = TEXT_BUDGET) -> int:
-    """How many leading records fit in one page (at least one, so a page always makes progress): their text
-    within `budget`, and their text and records together within twice that, so the page is never cut after it
-    is made and its text and structure show the same messages. Each is measured as JSON on the wire, with its
-    channel named (the longer way)."""
-    texts = [json_size(render_message(record)) + 1 for record in records]
+    """How many leading records fit in one page of messages, each measured with its channel named (the longer
+    way): see `fit_items`."""
+    return fit_items(records, render_message, budget)
+
+
+def fit_items(items: list[dict[str, Any]], text_of: Callable[[dict[str, Any]], str], budget: int) -> int:
+    """How many leading items fit in one page (at least one, so a page always makes progress): their text
+    (`text_of` each) within `budget`, and their text and records together within twice that, so the page is
+    never cut after it is made and its text and structure show the same items. Measured as JSON on the wire."""
+    texts = [json_size(text_of(item)) + 1 for item in items]
     in_text = take_within_budget(texts, lambda size: size, budget)
-    whole = [size + json_size(record) + 1 for size, record in zip(texts, records, strict=True)]
+    whole = [size + json_size(item) + 1 for size, item in zip(texts, items, strict=True)]
     return min(in_text, take_within_budget(whole, lambda size: size, 2 * budget))
 
 

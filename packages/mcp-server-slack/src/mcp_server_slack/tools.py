@@ -26,7 +26,7 @@ from pydantic import Field
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import CHANNEL_ID, USER_ID, Channel, Directory, User
 from mcp_server_slack.formatting import BROADCAST, parse_time, quoted, ts_to_iso
-from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, to_records
+from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, fit_items, to_records
 
 __all__ = ["WritePolicy", "read_toolset", "write_toolset"]
 
@@ -76,6 +76,10 @@ def _channel_dict(channel: Channel, directory: Directory) -> dict[str, Any]:
         found["created"] = ts_to_iso(channel.created)
     return found
 
+
+LISTING_BYTES = 15_000
+"""Text one page of channels or people takes (and as much again for its records): the default budget less
+room for the notes and the cursor."""
 
 DETAIL_UP_TO = 5
 """A listing this short is a lookup: it shows each channel's topic and purpose too."""
@@ -260,10 +264,9 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         if any(c.kind == "im" for c in page):
             directory.users(c.peer for c in page if c.peer)  # one batch, so DMs read "DM with @alice"
         _note(_partial(complete, "channels", len(channels)))
-        return ChannelList(
-            channels=[_channel_dict(c, directory) for c in page],
-            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        )
+        found = [_channel_dict(c, directory) for c in page]
+        found = found[: fit_items(found, _channel_line, LISTING_BYTES)]
+        return ChannelList(channels=found, next_cursor=_next_offset(offset, len(found), len(chosen), scope))
 
     @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def read_messages(
@@ -339,17 +342,16 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             return UserList(users=[_user_dict(exact, full=True)])
         users, complete = directory.all_users()
         chosen = sorted(_matching(users, query), key=lambda u: (u.deleted, u.is_bot, u.handle.raw.casefold()))
-        page = chosen[offset : offset + limit]
+        page = [_user_dict(u, full=len(chosen) == 1) for u in chosen[offset : offset + limit]]
+        page = page[: fit_items(page, _user_line, LISTING_BYTES)]
         _note(_partial(complete, "users", len(users)))
-        return UserList(
-            users=[_user_dict(u, full=len(chosen) == 1) for u in page],
-            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        )
+        return UserList(users=page, next_cursor=_next_offset(offset, len(page), len(chosen), scope))
 
     def _members(directory: Directory, channel: str, query: str | None, limit: int, cursor: str | None) -> UserList:
         found = directory.find_channel(channel)
         scope = json.dumps([query, found.id])
-        slack_cursor = decode_cursor(cursor, scope=scope)["c"] if cursor else None
+        position = decode_cursor(cursor, scope=scope) if cursor else {}
+        slack_cursor, skip = position.get("c"), int(position.get("s", 0))
         data = api.call("conversations.members", channel=found.id, limit=limit, cursor=slack_cursor)
         ids = [str(i) for i in data.get("members") or []]
         users = directory.users(ids, lookups=limit)
@@ -358,11 +360,15 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         if not query:
             members += [{"id": one_line(i), "handle": one_line(i), "name": one_line(i)} for i in ids if i not in users]
         next_slack = (data.get("response_metadata") or {}).get("next_cursor") or None
+        members = members[skip:]
+        shown = fit_items(members, _user_line, LISTING_BYTES)
+        # A Slack page that does not fit one answer is read again from where this one stopped.
+        after = {"c": slack_cursor, "s": skip + shown} if shown < len(members) else {"c": next_slack}
         _note(f"Members of {directory.label(found)} ({found.id}).")
         _note(users.unnamed_because)
         return UserList(
-            users=members,
-            next_cursor=encode_cursor({"c": next_slack}, scope=scope) if next_slack else None,
+            users=members[:shown],
+            next_cursor=encode_cursor(after, scope=scope) if after["c"] or "s" in after else None,
         )
 
     @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
