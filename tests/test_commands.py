@@ -119,6 +119,9 @@ def test_exit_status_says_which_side_failed(tmp_path: Path) -> None:
     tool_help = _run(argv, env, "call", "write-note", "--help")  # dashes work as in any command
     assert tool_help.returncode == 0
     assert "--overwrite" in tool_help.stdout
+    discovery = _run([*argv, "--toolsets", "dynamic"], env, "call", "list_toolsets")
+    assert discovery.returncode == 2
+    assert "mcp-server-template tools" in discovery.stderr  # what to do instead, not only why not
 
 
 def test_read_only_holds_on_the_command_track_seen_from_outside(tmp_path: Path) -> None:
@@ -201,10 +204,17 @@ def test_each_generated_skill_is_valid_cheap_and_every_command_it_names_runs(
     assert resident <= 80, resident
     commands = re.findall(r"^- `call ([^\s`]+)", text, re.M)
     assert len(commands) >= 3
+    paged = {
+        tool: set(re.findall(r"`(--limit|--cursor)", options))
+        for options, tools in re.findall(r"((?:`--(?:limit|cursor)[^`]*`[^`]*?)+)page ([a-z_, ]+)\.", text)
+        for tool in tools.split(", ")
+    }
     for tool in commands:
         helped = _run(argv, env, "call", tool, "--help")
         assert helped.returncode == 0, (tool, helped.stderr)
         assert tool in helped.stdout
+        for option in paged.get(tool, ()):  # the skill says it pages with the option: it takes it
+            assert option in helped.stdout, (tool, option)
     lint = subprocess.run(
         [sys.executable, "-m", "skillsaw", "lint", str(skills)], capture_output=True, text=True, timeout=120
     )
@@ -260,7 +270,7 @@ async def test_a_skills_client_lists_and_reads_the_skill_the_skill_command_write
 
     from fastmcp import Client
     from fastmcp.skills import SkillsClientExtension
-    from mcp_server_core.cli import _parser, build
+    from mcp_server_core.tracks.cli import _parser, build
 
     argv, env = _launch(server, tmp_path, github_fake)
     written = _run(argv, env, "skill")

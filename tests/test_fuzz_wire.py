@@ -7,7 +7,7 @@ as the protocol asks (a request gets one response with its own id; anything that
 One server process per server and transport serves every example, so a crash or a hang shows up at once.
 
 The oracle below is written from the JSON-RPC 2.0 spec and MCP's "no batches" rule, independently of the
-server's own reader (`mcp_server_core.jsonrpc`), so a wrong answer there fails here.
+server's own reader (`mcp_server_core.transport.jsonrpc`), so a wrong answer there fails here.
 """
 
 from __future__ import annotations
@@ -424,7 +424,7 @@ def test_a_streamed_body_is_refused_before_it_is_read_whole(small_limit_server: 
 
 
 def test_the_default_limit_matches_stdio() -> None:
-    from mcp_server_core.settings import ServerSettings
-    from mcp_server_core.stdio import MAX_LINE_BYTES
+    from mcp_server_core.conventions.settings import ServerSettings
+    from mcp_server_core.transport.stdio import MAX_LINE_BYTES
 
     assert ServerSettings().max_body_bytes == MAX_LINE_BYTES

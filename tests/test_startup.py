@@ -23,9 +23,9 @@ from mcp_server_core.testing import StdioWire
 from tests.conftest import SERVERS
 
 NOT_ON_STDIO = (
-    "mcp_server_core.http",  # the Streamable HTTP app and its guards
-    "mcp_server_core.front",  # the HTTP front door's timeouts
-    "mcp_server_core.auth",  # bearer tokens and JWTs
+    "mcp_server_core.transport.http",  # the Streamable HTTP app and its guards
+    "mcp_server_core.transport.front",  # the HTTP front door's timeouts
+    "mcp_server_core.auth.tokens",  # bearer tokens and JWTs
     "fastmcp.server.auth.providers.jwt",
     "fastmcp.server.event_store",  # resumable SSE streams
     "uvicorn.protocols.http.h11_impl",

@@ -132,6 +132,7 @@ def test_a_huge_line_is_refused_without_killing_the_server(stdio: StdioWire) -> 
     huge = json.dumps({"jsonrpc": "2.0", "id": 77, "method": "ping", "params": {"pad": "x" * (9 * 1024 * 1024)}})
     stdio.send(huge)
     error = stdio.receive(timeout=30)
+    assert error["id"] == 77, "the id in the line's first bytes is answered: the caller waits for no timeout"
     assert error["error"]["code"] == INVALID_REQUEST
     assert "exceeds" in error["error"]["message"]
     assert stdio.request("ping")["result"] == {}

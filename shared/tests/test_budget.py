@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_core import ReferenceServer, Rendered, Toolset
-from mcp_server_core.budget import CUT_MARK, fit_structure, json_size
-from mcp_server_core.conventions import answer_of, collecting_notes, note_at_end
+from mcp_server_core.conventions.budget import CUT_MARK, fit_structure, json_size
+from mcp_server_core.conventions.tools import answer_of, collecting_notes, note_at_end
 
 
 class Hits(Rendered):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp_server_core import ReferenceServer, ServerSettings, ServerSpec, run
-from mcp_server_core.cli import host_config
+from mcp_server_core.tracks.cli import host_config
 from pydantic_settings import SettingsConfigDict
 
 from .conftest import arithmetic, writing
@@ -159,9 +159,41 @@ def test_a_token_too_short_to_be_secret_is_refused_at_start(
 
 def test_every_shared_setting_has_a_flag_of_its_own_name() -> None:
     """Docs name flags; a setting only the environment could set would make them lie (--resumable did)."""
-    from mcp_server_core.cli import _parser
+    from mcp_server_core.tracks.cli import _parser
 
     dests = {action.dest for action in _parser(SPEC)._actions}
     secret_only = {"auth_token"}  # tokens never go on argv, where `ps` shows them
     missing = sorted(set(ServerSettings.model_fields) - dests - secret_only)
     assert not missing, f"settings without a flag: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("cursor", {"mcpServers": {"demo": {"url": "http://127.0.0.1:9123/mcp"}}}),
+        ("vscode", {"servers": {"demo": {"type": "http", "url": "http://127.0.0.1:9123/mcp"}}}),
+    ],
+)
+def test_print_config_with_http_points_the_host_at_the_url(
+    host: str, expected: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A stdio entry that starts an HTTP server would make the host wait on its stdout for ever.
+    run(SPEC, ["--transport", "http", "--port", "9123", "--print-config", host])
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+def test_print_config_with_http_and_a_token_asks_for_it_and_never_copies_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_DEMO_AUTH_TOKEN", "s3cret-token-value")
+    run(SPEC, ["--transport", "http", "--print-config", "cursor"])
+    out = capsys.readouterr().out
+    assert "s3cret" not in out
+    assert json.loads(out)["mcpServers"]["demo"]["headers"] == {"Authorization": "Bearer your-token"}
+
+
+def test_print_config_with_http_for_claude_desktop_says_what_to_do_instead(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(SPEC, ["--transport", "http", "--print-config", "claude"])
+    assert exited.value.code == 2
+    assert "custom connector" in capsys.readouterr().err

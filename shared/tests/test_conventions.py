@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 from mcp_server_core import InvalidArgument, cut_to_budget, decode_cursor, encode_cursor, take_within_budget, tool
-from mcp_server_core.conventions import compact_schema, first_sentence
+from mcp_server_core.conventions.tools import compact_schema, first_sentence
 
 
 def test_text_within_budget_is_untouched() -> None:
@@ -141,7 +141,7 @@ def test_annotations_default_idempotency_from_read_only() -> None:
 async def test_a_note_opens_the_answer_once_on_both_tracks(capsys: pytest.CaptureFixture[str]) -> None:
     from fastmcp import Client
     from mcp_server_core import ReferenceServer, Toolset, note_in_answer
-    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.tracks.commands import ToolCommands
 
     toolset = Toolset("moves", "A tool that follows a rename")
 

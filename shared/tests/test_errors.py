@@ -1,10 +1,20 @@
 from __future__ import annotations
 
+import errno
 import logging
 
 import pytest
-from mcp_server_core import NotFound, RateLimited, did_you_mean, redact, register_secret
-from mcp_server_core.errors import RedactingFormatter
+from mcp_server_core import (
+    NotFound,
+    RateLimited,
+    Refused,
+    Unavailable,
+    did_you_mean,
+    os_failure,
+    redact,
+    register_secret,
+)
+from mcp_server_core.conventions.errors import RedactingFormatter
 
 
 @pytest.mark.parametrize(
@@ -67,3 +77,16 @@ def test_log_lines_and_tracebacks_are_redacted() -> None:
     assert "leaked-pw" not in line
     assert "tok123" not in line
     assert "Traceback" in line
+
+
+def test_os_failure_says_cause_errno_and_next_step_without_the_systems_path() -> None:
+    full = os_failure(OSError(errno.ENOSPC, "No space left on device", "/srv/outside/secret"), "Writing 'a.txt'")
+    assert isinstance(full, Unavailable)
+    assert str(full) == (
+        "Writing 'a.txt' failed: no space left on the device (ENOSPC). Free space on that device, or write elsewhere."
+    )
+    assert "/srv/outside" not in str(full)
+    assert isinstance(os_failure(PermissionError(errno.EROFS, "x"), "Deleting 'd'"), Refused)
+    assert "(EXDEV)" in str(os_failure(OSError(errno.EXDEV, "x"), "Moving 'a'"))
+    unknown = os_failure(OSError(errno.ENOLINK, "Link has been severed"), "Reading 'r'")
+    assert str(unknown).startswith("Reading 'r' failed: link has been severed (ENOLINK).")

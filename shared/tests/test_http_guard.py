@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from mcp_server_core.auth import auth_provider
-from mcp_server_core.http import RequestGuard
-from mcp_server_core.jsonrpc import MessageRefused, read_message
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.auth.tokens import auth_provider
+from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.transport.http import RequestGuard
+from mcp_server_core.transport.jsonrpc import MessageRefused, read_message
 from pydantic import ValidationError
 
 LIMIT = 1024
@@ -144,7 +144,7 @@ BRACES = "{[" * 30_000  # past the cap, so the exact count is taken
     ],
 )
 def test_brackets_inside_strings_are_not_counted_as_structure(message: dict[str, Any], containers: int) -> None:
-    from mcp_server_core.http import _containers
+    from mcp_server_core.transport.http import _containers
 
     assert _containers(json.dumps(message).encode()) == containers
 

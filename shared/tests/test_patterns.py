@@ -6,7 +6,7 @@ import threading
 
 import pytest
 from mcp_server_core import InvalidArgument
-from mcp_server_core.patterns import compile_linear
+from mcp_server_core.conventions.patterns import compile_linear
 
 
 def _finishes_within(seconds: float, work: object) -> bool:

@@ -37,6 +37,7 @@ PUBLIC = [
     "decode_cursor",
     "did_you_mean",
     "encode_cursor",
+    "os_failure",
     "redact",
     "note_at_end",
     "note_in_answer",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_core import ReferenceServer
-from mcp_server_core.toolsets import parse_toolsets
+from mcp_server_core.protocol.toolsets import parse_toolsets
 
 from .conftest import arithmetic, build, writing
 

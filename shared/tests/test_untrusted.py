@@ -7,7 +7,15 @@ from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_server_core.untrusted import Untrusted, clean, fence, from_one_line, html_to_text, one_line, strip_invisible
+from mcp_server_core.conventions.untrusted import (
+    Untrusted,
+    clean,
+    fence,
+    from_one_line,
+    html_to_text,
+    one_line,
+    strip_invisible,
+)
 
 INJECTION = (
     "Thanks for the fix!\u200b\u200b\n"

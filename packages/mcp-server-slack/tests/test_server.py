@@ -228,7 +228,7 @@ async def test_any_channel_reads_through_the_template(fake: FakeSlack) -> None:
 def test_print_config_asks_the_host_for_a_token_unless_a_file_names_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_file: bool
 ) -> None:
-    from mcp_server_core.cli import run
+    from mcp_server_core.tracks.cli import run
     from mcp_server_slack.server import SPEC
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # the shell's own token must not reach the snippet

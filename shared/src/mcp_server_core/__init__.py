@@ -13,10 +13,22 @@ from mcp_server_core import _environment as _environment
 from mcp_server_core._version import __version__
 
 if TYPE_CHECKING:
-    from mcp_server_core.audit import audit_target
-    from mcp_server_core.cancellation import cancel_on_abandon
-    from mcp_server_core.cli import ServerSpec, run
-    from mcp_server_core.conventions import (
+    from mcp_server_core.conventions.errors import (
+        Conflict,
+        InvalidArgument,
+        NotFound,
+        RateLimited,
+        Refused,
+        ToolFailure,
+        Unavailable,
+        did_you_mean,
+        os_failure,
+        redact,
+        register_secret,
+    )
+    from mcp_server_core.conventions.patterns import compile_linear
+    from mcp_server_core.conventions.settings import ServerSettings
+    from mcp_server_core.conventions.tools import (
         DEFAULT_BUDGET,
         Cursor,
         Limit,
@@ -32,70 +44,60 @@ if TYPE_CHECKING:
         take_within_budget,
         tool,
     )
-    from mcp_server_core.errors import (
-        Conflict,
-        InvalidArgument,
-        NotFound,
-        RateLimited,
-        Refused,
-        ToolFailure,
-        Unavailable,
-        did_you_mean,
-        redact,
-        register_secret,
-    )
-    from mcp_server_core.notifications import ChangeHub
-    from mcp_server_core.patterns import compile_linear
-    from mcp_server_core.progress import report_progress
-    from mcp_server_core.resources import ResourceSet
-    from mcp_server_core.server import ReferenceServer
-    from mcp_server_core.settings import ServerSettings
-    from mcp_server_core.toolsets import SessionsUnavailable, Toolset
-    from mcp_server_core.tracing import start_upstream_span, upstream_span
-    from mcp_server_core.untrusted import Untrusted, fence, one_line
+    from mcp_server_core.conventions.untrusted import Untrusted, fence, one_line
+    from mcp_server_core.operations.audit import audit_target
+    from mcp_server_core.operations.tracing import start_upstream_span, upstream_span
+    from mcp_server_core.protocol.cancellation import cancel_on_abandon
+    from mcp_server_core.protocol.notifications import ChangeHub
+    from mcp_server_core.protocol.progress import report_progress
+    from mcp_server_core.protocol.resources import ResourceSet
+    from mcp_server_core.protocol.server import ReferenceServer
+    from mcp_server_core.protocol.toolsets import SessionsUnavailable, Toolset
+    from mcp_server_core.tracks.cli import ServerSpec, run
 
 _EXPORTS = {
-    "audit_target": "audit",
-    "cancel_on_abandon": "cancellation",
-    "ServerSpec": "cli",
-    "run": "cli",
-    "DEFAULT_BUDGET": "conventions",
-    "Cursor": "conventions",
-    "Media": "conventions",
-    "call_context": "conventions",
-    "Rendered": "conventions",
-    "ToolDefinition": "conventions",
-    "cut_to_budget": "conventions",
-    "decode_cursor": "conventions",
-    "encode_cursor": "conventions",
-    "Limit": "conventions",
-    "note_at_end": "conventions",
-    "note_in_answer": "conventions",
-    "compile_linear": "patterns",
-    "Untrusted": "untrusted",
-    "fence": "untrusted",
-    "one_line": "untrusted",
-    "take_within_budget": "conventions",
-    "tool": "conventions",
-    "Conflict": "errors",
-    "InvalidArgument": "errors",
-    "NotFound": "errors",
-    "RateLimited": "errors",
-    "Refused": "errors",
-    "ToolFailure": "errors",
-    "Unavailable": "errors",
-    "did_you_mean": "errors",
-    "redact": "errors",
-    "register_secret": "errors",
-    "ChangeHub": "notifications",
-    "report_progress": "progress",
-    "ResourceSet": "resources",
-    "ReferenceServer": "server",
-    "ServerSettings": "settings",
-    "SessionsUnavailable": "toolsets",
-    "Toolset": "toolsets",
-    "start_upstream_span": "tracing",
-    "upstream_span": "tracing",
+    "audit_target": "operations.audit",
+    "cancel_on_abandon": "protocol.cancellation",
+    "ServerSpec": "tracks.cli",
+    "run": "tracks.cli",
+    "DEFAULT_BUDGET": "conventions.tools",
+    "Cursor": "conventions.tools",
+    "Media": "conventions.tools",
+    "call_context": "conventions.tools",
+    "Rendered": "conventions.tools",
+    "ToolDefinition": "conventions.tools",
+    "cut_to_budget": "conventions.tools",
+    "decode_cursor": "conventions.tools",
+    "encode_cursor": "conventions.tools",
+    "Limit": "conventions.tools",
+    "note_at_end": "conventions.tools",
+    "note_in_answer": "conventions.tools",
+    "compile_linear": "conventions.patterns",
+    "Untrusted": "conventions.untrusted",
+    "fence": "conventions.untrusted",
+    "one_line": "conventions.untrusted",
+    "take_within_budget": "conventions.tools",
+    "tool": "conventions.tools",
+    "Conflict": "conventions.errors",
+    "InvalidArgument": "conventions.errors",
+    "NotFound": "conventions.errors",
+    "RateLimited": "conventions.errors",
+    "Refused": "conventions.errors",
+    "ToolFailure": "conventions.errors",
+    "Unavailable": "conventions.errors",
+    "did_you_mean": "conventions.errors",
+    "os_failure": "conventions.errors",
+    "redact": "conventions.errors",
+    "register_secret": "conventions.errors",
+    "ChangeHub": "protocol.notifications",
+    "report_progress": "protocol.progress",
+    "ResourceSet": "protocol.resources",
+    "ReferenceServer": "protocol.server",
+    "ServerSettings": "conventions.settings",
+    "SessionsUnavailable": "protocol.toolsets",
+    "Toolset": "protocol.toolsets",
+    "start_upstream_span": "operations.tracing",
+    "upstream_span": "operations.tracing",
 }
 
 __all__ = [
@@ -133,6 +135,7 @@ __all__ = [
     "note_at_end",
     "note_in_answer",
     "one_line",
+    "os_failure",
     "redact",
     "register_secret",
     "report_progress",

@@ -35,8 +35,8 @@ from mcp_server_core import (
     note_at_end,
     take_within_budget,
 )
-from mcp_server_core.budget import json_size
-from mcp_server_core.conventions import DEFAULT_BUDGET, unadvertised
+from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET, unadvertised
 from pydantic import BaseModel, Field
 
 NOTE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"

@@ -2,7 +2,7 @@ import os
 from pathlib import Path
 from typing import Self
 
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.settings import ServerSettings
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 

@@ -6,7 +6,7 @@ __all__ = ["__version__", "main"]
 
 def main() -> None:
     """The console script and `python -m mcp_server_db`."""
-    from mcp_server_core.cli import run
+    from mcp_server_core.tracks.cli import run
 
     from mcp_server_db.spec import SPEC
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_server_core import Untrusted, one_line
-from mcp_server_core.budget import json_size
+from mcp_server_core.conventions.budget import json_size
 from pydantic import BaseModel
 
 __all__ = [

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.settings import ServerSettings
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 

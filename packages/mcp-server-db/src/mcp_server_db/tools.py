@@ -20,9 +20,9 @@ from mcp_server_core import (
     one_line,
     take_within_budget,
 )
-from mcp_server_core.budget import json_size
-from mcp_server_core.conventions import DEFAULT_BUDGET
-from mcp_server_core.untrusted import from_one_line
+from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET
+from mcp_server_core.conventions.untrusted import from_one_line
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_db.rendering import (

@@ -22,7 +22,7 @@ from fastmcp.resources.base import ResourceResult
 from fastmcp.server.providers import Provider
 from fastmcp.utilities.versions import VersionSpec
 from mcp_server_core import InvalidArgument, NotFound, ToolFailure
-from mcp_server_core.notifications import ChangeHub
+from mcp_server_core.protocol.notifications import ChangeHub
 from pydantic import PrivateAttr
 
 from mcp_server_filesystem.reading import decode_text, media_type, sniff_binary
@@ -217,7 +217,8 @@ def watch_roots(hub: ChangeHub, roots: Sequence[str], *, debounce_ms: int = 100)
         default = DefaultFilter()
 
         def keep(change: Change, path: str) -> bool:
-            return not path.endswith(TEMP_SUFFIX) and default(change, path)
+            # A staging tree of a copy is hidden whole, not only its top: its files are not changes yet.
+            return TEMP_SUFFIX + os.sep not in path and not path.endswith(TEMP_SUFFIX) and default(change, path)
 
         logger.debug("watching %s", roots)
         # Cancellation sets awatch's stop event, which the watcher thread polls every `step` ms.

@@ -5,9 +5,11 @@ Policy (README, "Roots"):
   client root that contains one narrows to the command-line directory (the intersection); a client root
   that shares nothing with them is ignored, unless the server was started with `--allow-roots-outside`,
   which lets client roots stand as given.
-- A client that declares no roots capability, answers with no usable root, or does not answer in time,
-  keeps the command-line directories. A client whose roots all lie outside gets no directory at all (its
-  roots said "only there", and "there" is not allowed): every call is refused, naming the reason.
+- A client that declares no roots capability, answers with an empty list, or does not answer in time, keeps
+  the command-line directories. A client whose roots are all unusable (not file://, not an existing
+  directory, a %00 in the URI) gets no directory at all: failing closed, with a note saying why. A client
+  whose roots all lie outside gets no directory at all (its roots said "only there", and "there" is not
+  allowed): every call is refused, naming the reason.
 - The server asks `roots/list` before the first call that touches the filesystem, and again after each
   `notifications/roots/list_changed`. It asks on the calling request's own stream, so it works over stdio
   and Streamable HTTP alike. 2026-07-28 clients have no roots capability (SEP-2577): the command line rules.
@@ -46,7 +48,13 @@ def root_paths(roots: list[mcp_types.Root]) -> list[str]:
         parts = urlsplit(str(root.uri))
         if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
             continue
-        path = os.path.realpath(unquote(parts.path))
+        path = unquote(parts.path)
+        if "\x00" in path:
+            continue  # %00 names nothing: this root is unusable, the others still count
+        try:
+            path = os.path.realpath(path)
+        except (OSError, ValueError):
+            continue
         if os.path.isdir(path):
             paths.append(path)
     return paths
@@ -129,9 +137,21 @@ class ClientRoots:
         except Exception as exc:
             logger.warning("roots/list failed (%s); keeping the command-line directories", type(exc).__name__)
             return self.base
-        client = root_paths(list(result.roots))
+        given = list(result.roots)
+        if not given:
+            return self.base  # an empty list expresses no preference
+        client = root_paths(given)
         if not client:
-            return self.base
+            # Closed, not open: roots the client meant as "only there" must not widen to every directory.
+            logger.warning("none of the client's %d roots is usable; nothing is allowed in this session", len(given))
+            return Sandbox(
+                [],
+                client_roots=[],
+                note=(
+                    f"No directory is allowed in this session: none of the client's {len(given)} roots is usable "
+                    "(each must be a file:// URI of an existing directory, without %00); fix the client's roots."
+                ),
+            )
         effective = narrow_roots(self.base.roots, client, allow_outside=self.allow_outside)
         if not effective:
             logger.warning("the client's roots %s share nothing with the allowed directories", client)

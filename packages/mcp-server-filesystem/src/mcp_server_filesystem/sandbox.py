@@ -33,9 +33,11 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure
+from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure, os_failure
 
-__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "describe_mode", "printable"]
+from mcp_server_filesystem.renames import exchange, rename_noreplace
+
+__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "climb", "describe_mode", "printable", "read_fd"]
 
 TEMP_SUFFIX = ".mcp-tmp"
 """Suffix of the temporary files of atomic writes; the watcher ignores them."""
@@ -111,10 +113,14 @@ class Location:
 class Sandbox:
     """The allowed roots (real, absolute paths) and the only way tools reach the filesystem."""
 
-    def __init__(self, roots: Sequence[str], *, client_roots: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, roots: Sequence[str], *, client_roots: Sequence[str] | None = None, note: str | None = None
+    ) -> None:
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(roots))
         self.client_roots = tuple(client_roots) if client_roots is not None else None
         """The client's MCP roots this sandbox was narrowed to, if any."""
+        self.note = note
+        """Why nothing is allowed, when the reason is not the roots themselves (unusable client roots)."""
 
     def __repr__(self) -> str:
         return f"Sandbox({list(self.roots)!r})"
@@ -123,6 +129,8 @@ class Sandbox:
 
     @property
     def roots_note(self) -> str:
+        if not self.roots and self.note:
+            return self.note
         if not self.roots and self.client_roots:
             return (
                 "No directory is allowed in this session: the client's roots ("
@@ -165,10 +173,19 @@ class Sandbox:
                 candidate = escaped
         head, leaf = os.path.split(candidate.rstrip("/") or "/")
         # A trailing slash follows the last link, as in POSIX ("link/" names the directory it points to).
-        if follow_leaf or raw.endswith("/") or leaf in ("", ".", "..") or not candidate.rstrip("/"):
-            real = _realpath(candidate, self)
-        else:
-            real = os.path.join(_realpath(head, self), leaf)
+        try:
+            if follow_leaf or raw.endswith("/") or leaf in ("", ".", "..") or not candidate.rstrip("/"):
+                real = _realpath(candidate, self)
+            else:
+                real = os.path.join(_realpath(head, self), leaf)
+        except _SymlinkLoop:
+            # A loop outside the roots answers as any outside path does: whether it exists stays unsaid.
+            if self._root_of(os.path.normpath(candidate)) is None:
+                raise self.refused(f"{raw!r} is outside the allowed roots.") from None
+            # Inside by its spelling; the loop itself may lie outside, so which of the two it is stays unsaid.
+            raise self.refused(
+                f"{raw!r} runs into a symlink loop, or leads outside the allowed roots through a symlink."
+            ) from None
         root = self._root_of(real)
         if root is None:
             lexical = os.path.normpath(candidate)
@@ -176,7 +193,14 @@ class Sandbox:
                 raise self.refused(f"{raw!r} leads outside the allowed roots through a symlink.")
             raise self.refused(f"{raw!r} is outside the allowed roots.")
         parts = () if real == root else tuple(os.path.relpath(real, root).split(os.sep))
-        return Location(root, parts, self.show(real))
+        location = Location(root, parts, self.show(real))
+        if raw.endswith("/") and os.path.lexists(real) and not os.path.isdir(real):
+            # POSIX: "name/" names a directory; a file under it is ENOTDIR, not the file.
+            raise InvalidArgument(
+                f"{raw!r} ends with '/', which names a directory, but {location.shown!r} is not one (ENOTDIR).",
+                hint="Drop the trailing slash to name the file.",
+            )
+        return location
 
     def _root_of(self, real: str) -> str | None:
         for root in self.roots:
@@ -240,7 +264,7 @@ class Sandbox:
                             f"{where.shown!r} became a symlink while {location.shown!r} was in use; nothing was done."
                         ) from None
                     raise InvalidArgument(f"{where.shown!r} is a {kind}, not a directory.") from None
-                raise self.refused(f"{where.shown!r} cannot be opened ({exc.strerror}).") from None
+                raise os_failure(exc, f"{'Creating' if create else 'Opening'} directory {where.shown!r}") from None
             os.close(fd)
             fd = child
         return fd
@@ -327,16 +351,7 @@ class Sandbox:
 
     def read_bytes(self, location: Location, max_bytes: int | None = None) -> bytes:
         with self.open_file(location) as (fd, info):
-            wanted = info.st_size if max_bytes is None else min(info.st_size, max_bytes)
-            chunks = []
-            remaining = wanted
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
+            return read_fd(fd, info.st_size if max_bytes is None else min(info.st_size, max_bytes))
 
     def iter_chunks(self, location: Location) -> Iterator[bytes]:
         """The file's bytes in 1 MiB pieces (for copies: memory stays flat)."""
@@ -352,11 +367,14 @@ class Sandbox:
         create_only: bool = False,
         make_parents: bool = False,
         mode: int | None = None,
+        replacing: bytes | None = None,
     ) -> bool:
         """Replace (or create) the file atomically: temp file, fsync, rename, all relative to the parent's fd.
 
         Keeps the permission bits of the file it replaces; a new file gets 0666 less the umask. With
-        `create_only`, an existing name makes it fail with `Conflict` (linkat refuses to overwrite).
+        `create_only`, an existing name makes it fail with `Conflict` (linkat refuses to overwrite). With
+        `replacing`, the file is replaced only if it still holds exactly those bytes (what an edit was made
+        from), checked and replaced in one step; otherwise `Conflict` and the file is left as it is.
         Returns True if the file was created.
         """
         with self.open_parent(location, create=make_parents) as parent:
@@ -366,6 +384,8 @@ class Sandbox:
                 existing = os.stat(leaf, dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
                 existing = None
+            if existing is None and replacing is not None:
+                raise self._replaced_meanwhile(location, "was deleted")
             if existing is not None:
                 if create_only:
                     raise Conflict(
@@ -377,6 +397,7 @@ class Sandbox:
             fd = os.open(
                 temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent
             )
+            ours = os.fstat(fd)
             try:
                 try:
                     for piece in (data,) if isinstance(data, bytes) else data:
@@ -393,17 +414,48 @@ class Sandbox:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-                if existing is None:
+                if replacing is not None:
+                    self._replace_if_unchanged(parent, temp, leaf, location, replacing, ours)
+                elif existing is None:
                     self._link_new(parent, temp, leaf, location)
                 else:
                     os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
             except BaseException:
+                # Only our own file: after an exchange the temporary name may hold another program's version.
                 with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=parent)
+                    if _identity_at(parent, temp) == (ours.st_dev, ours.st_ino):
+                        os.unlink(temp, dir_fd=parent)
                 raise
             with contextlib.suppress(OSError):
                 os.fsync(parent)
             return existing is None
+
+    def _replace_if_unchanged(
+        self, parent: int, temp: str, leaf: str, location: Location, expected: bytes, ours: os.stat_result
+    ) -> None:
+        """Swap the new file in, then check that what came out is the version the change was made from.
+
+        Another program's rename can land between the read and the replace; after the exchange what it put
+        there sits under the temporary name, so it is swapped back, never deleted, and the call conflicts.
+        """
+        if not exchange(parent, temp, leaf):
+            # No RENAME_EXCHANGE here: check again just before the rename (a narrower window, not none).
+            if not _holds(parent, leaf, expected):
+                raise self._replaced_meanwhile(location, "changed")
+            os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
+            return
+        if _holds(parent, temp, expected):
+            os.unlink(temp, dir_fd=parent)  # the version the change was made from: replaced, as asked
+            return
+        exchange(parent, temp, leaf)  # theirs back in place; ours, now under the temporary name, is removed
+        raise self._replaced_meanwhile(location, "changed")
+
+    def _replaced_meanwhile(self, location: Location, what: str) -> Conflict:
+        return Conflict(
+            f"{location.shown!r} {what} while the edit was being made (another program replaced it); "
+            "it was left as that program made it and nothing was written.",
+            hint="Read it again and redo the edit against what it holds now.",
+        )
 
     def _link_new(self, parent: int, temp: str, leaf: str, location: Location) -> None:
         # linkat never overwrites: a name that appeared since the check is a Conflict, not a clobber.
@@ -438,8 +490,6 @@ class Sandbox:
         """Delete a file, a symlink (never its target) or a directory; returns the kind removed."""
         if not location.parts:
             raise self.refused(f"{location.shown!r} is an allowed root; it cannot be deleted.")
-        import shutil
-
         with self.open_parent(location) as parent:
             leaf = location.parts[-1]
             try:
@@ -459,9 +509,131 @@ class Sandbox:
                         ) from None
                     raise
                 return "directory"
-            # fd-based rmtree: it never follows a symlink out of the tree it deletes.
-            shutil.rmtree(leaf, dir_fd=parent)
+            self.remove_tree(parent, leaf, location)
             return "directory"
+
+    def remove_tree(self, parent: int, leaf: str, location: Location) -> None:
+        """rm -r of `leaf` in `parent`, iterative and holding one directory fd whatever the depth.
+
+        It never follows a symlink (each directory is opened `O_NOFOLLOW` and left with `..` checked to be the
+        one it came from). What cannot be removed is passed over, the rest still goes, and the failure names
+        what remains and why.
+        """
+        failures: list[tuple[str, OSError]] = []
+        current = os.open(leaf, _DIR_FLAGS, dir_fd=parent)
+        levels = [_Doomed(leaf, "", _identity(current), _clear(current, "", failures))]
+        while levels:
+            level = levels[-1]
+            if level.subdirs:
+                name = level.subdirs.pop()
+                rel = f"{level.rel}/{name}" if level.rel else name
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=current)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    failures.append((rel, exc))
+                    continue
+                os.close(current)
+                current = child
+                levels.append(_Doomed(name, rel, _identity(current), _clear(current, rel, failures)))
+                continue
+            levels.pop()
+            if not levels:
+                os.close(current)
+                current = -1
+                try:
+                    os.rmdir(leaf, dir_fd=parent)
+                except OSError as exc:
+                    if exc.errno != errno.ENOTEMPTY:  # not empty: what the failures left, already named
+                        failures.append(("", exc))
+                break
+            current = climb(current, levels[-1].identity)
+            if current < 0:
+                raise Conflict(
+                    f"A directory under {location.shown!r} was moved while it was being deleted; the delete stopped.",
+                    hint="List it to see what remains, then delete again.",
+                )
+            try:
+                os.rmdir(level.name, dir_fd=current)
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    failures.append((level.rel, exc))
+        if failures:
+            raise self._partly_deleted(location, failures)
+
+    def _partly_deleted(self, location: Location, failures: list[tuple[str, OSError]]) -> ToolFailure:
+        first_rel, first = failures[0]
+        cause = os_failure(first, f"Deleting {location.shown}/{printable(first_rel)}")
+        named = ", ".join(f"{location.shown}/{printable(rel)}".rstrip("/") for rel, _ in failures[:5])
+        more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+        return type(cause)(
+            f"{location.shown!r} was deleted only in part: {len(failures)} entries could not be removed, so they "
+            f"and the directories holding them remain: {named}{more}. {cause}"
+        )
+
+    def contains(self, outer: Location, inner: Location) -> bool:
+        """Whether `inner` is `outer` or lies below it, judged by the real places (device and inode of each
+        directory from `inner`'s nearest existing one up to /), not by how roots and paths are spelled: with
+        nested roots, or a bind mount, one place has several names."""
+        try:
+            with self.open_dir(outer) as fd:
+                wanted = _identity(fd)
+        except ToolFailure:
+            return False  # not a directory: nothing lies inside it
+        current = -1
+        for depth in range(len(inner.parts), -1, -1):
+            try:
+                current = self._walk(inner.root, inner.parts[:depth], create=False, location=inner)
+                break
+            except ToolFailure:
+                continue
+        if current < 0:
+            return False
+        try:
+            while True:
+                here = _identity(current)
+                if here == wanted:
+                    return True
+                parent = os.open("..", _DIR_FLAGS, dir_fd=current)
+                os.close(current)
+                current = parent
+                if _identity(current) == here:
+                    return False  # / is its own parent
+        finally:
+            os.close(current)
+
+    def make_staging(self, location: Location) -> Location:
+        """A new hidden directory beside `location` (parents made) to build a tree in before it is published."""
+        with self.open_parent(location, create=True) as parent:
+            name = f".{location.parts[-1][:40]}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            os.mkdir(name, 0o700, dir_fd=parent)
+        return self.location_of(location.root, (*location.parts[:-1], name))
+
+    def publish(self, staging: Location, target: Location, *, overwrite: bool) -> None:
+        """Put the tree built at `staging` in `target`'s place in one step; an existing tree there is replaced
+        only with `overwrite` (swapped out, then deleted)."""
+        with self.open_parent(target) as parent:
+            temp, leaf = staging.parts[-1], target.parts[-1]
+            try:
+                if rename_noreplace(parent, temp, parent, leaf):
+                    return
+            except FileExistsError:
+                if not overwrite:
+                    raise Conflict(
+                        f"{target.shown!r} was created by someone else meanwhile; nothing was copied.",
+                        hint="Pass overwrite=true to replace it, or pick a new name.",
+                    ) from None
+                if exchange(parent, temp, leaf):
+                    self.remove_tree(parent, temp, staging)  # the replaced tree, now under the staging name
+                    return
+            # No renameat2 here: a plain rename, which replaces an empty directory only.
+            os.rename(temp, leaf, src_dir_fd=parent, dst_dir_fd=parent)
+
+    def discard(self, staging: Location) -> None:
+        """Remove a staging tree after a failure; what cannot be removed stays hidden and is logged by the caller."""
+        with contextlib.suppress(OSError, ToolFailure), self.open_parent(staging) as parent:
+            self.remove_tree(parent, staging.parts[-1], staging)
 
     def rename(self, source: Location, target: Location, *, overwrite: bool) -> None:
         with self.open_parent(source) as src_parent, self.open_parent(target) as dst_parent:
@@ -476,7 +648,112 @@ class Sandbox:
                 existing = None
             if existing is not None and not overwrite:
                 raise Conflict(f"{target.shown!r} already exists.", hint="Pass overwrite=true to replace it.")
-            os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+            if overwrite:
+                os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+                return
+            try:
+                # One step: a name created after the check above is refused by the kernel, not replaced.
+                done = rename_noreplace(src_parent, leaf, dst_parent, new)
+            except FileExistsError:
+                raise Conflict(
+                    f"{target.shown!r} was created by someone else meanwhile; nothing was moved.",
+                    hint="Pass overwrite=true to replace it, or pick a new name.",
+                ) from None
+            if not done:
+                os.rename(leaf, new, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+
+
+@dataclass
+class _Doomed:
+    """A directory being emptied: its name in its parent, its path below the deleted one, and what is left."""
+
+    name: str
+    rel: str
+    identity: tuple[int, int]
+    subdirs: list[str]
+
+
+def _identity_at(parent: int, name: str) -> tuple[int, int]:
+    info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    return info.st_dev, info.st_ino
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _clear(fd: int, rel: str, failures: list[tuple[str, OSError]]) -> list[str]:
+    """Unlink everything in the directory but its subdirectories, which are returned."""
+    try:
+        with os.scandir(fd) as scan:
+            listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in scan]
+    except OSError as exc:
+        failures.append((rel, exc))
+        return []
+    subdirs = []
+    for name, is_dir in listed:
+        if is_dir:
+            subdirs.append(name)
+            continue
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failures.append((f"{rel}/{name}" if rel else name, exc))
+    return subdirs
+
+
+def climb(fd: int, identity: tuple[int, int]) -> int:
+    """The parent of `fd` if it is still the directory a walk came from (device, inode), else -1; closes `fd`."""
+    try:
+        parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+    except OSError:
+        return -1
+    finally:
+        os.close(fd)
+    if _identity(parent) != identity:
+        os.close(parent)
+        return -1
+    return parent
+
+
+def read_fd(fd: int, wanted: int) -> bytes:
+    """Up to `wanted` bytes from the fd's position, in 1 MiB reads."""
+    chunks = []
+    remaining = wanted
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _holds(parent: int, name: str, expected: bytes) -> bool:
+    """Whether `name` is a regular file with exactly these bytes (read in pieces, stopping at a difference)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=parent)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(expected):
+            return False
+        offset = 0
+        while chunk := os.read(fd, 1 << 20):
+            if expected[offset : offset + len(chunk)] != chunk:
+                return False
+            offset += len(chunk)
+        return offset == len(expected)
+    finally:
+        os.close(fd)
+
+
+class _SymlinkLoop(Exception):
+    """The path runs into a loop of symlinks; `locate` decides what may be said about it."""
 
 
 def _realpath(path: str, sandbox: Sandbox) -> str:
@@ -486,7 +763,7 @@ def _realpath(path: str, sandbox: Sandbox) -> str:
         return os.path.realpath(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise sandbox.refused("The path runs into a symlink loop.") from None
+            raise _SymlinkLoop from None
         if exc.errno == errno.ENOTDIR:
             return os.path.realpath(path)
         raise sandbox.refused(f"The path cannot be resolved ({exc.strerror}).") from None

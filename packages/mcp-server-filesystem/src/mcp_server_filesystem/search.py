@@ -22,7 +22,7 @@ from mcp_server_core import InvalidArgument, cancel_on_abandon, report_progress
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import SNIFF_BYTES
 from mcp_server_filesystem.sandbox import _READ_FLAGS, Location, Sandbox, printable
-from mcp_server_filesystem.walk import WalkOptions, walk
+from mcp_server_filesystem.walk import WalkOptions, WalkReport, walk
 
 __all__ = ["Hit", "SearchOutcome", "search_files"]
 
@@ -154,6 +154,7 @@ def search_files(
     limit: int,
     resume: tuple[str, int] | None,
     needle: bytes | None = None,
+    report: WalkReport | None = None,
 ) -> SearchOutcome:
     """Matching lines under `start`; `needle` (a case-sensitive literal) lets most files be rejected by memchr."""
     outcome = SearchOutcome()
@@ -163,7 +164,7 @@ def search_files(
     include = compile_glob(glob) if glob else None
     after, skip = resume if resume else (None, 0)
     prefix = "" if start.shown == "." else start.shown.rstrip("/") + "/"
-    entries = walk(box, start, options, after=after, inclusive=resume is not None)
+    entries = walk(box, start, options, after=after, inclusive=resume is not None, report=report)
     wanted = (e for e in entries if e.kind == "file" and (include is None or include.match(e.rel)))
     abandoned = threading.Event()
     with cancel_on_abandon(abandoned.set):  # a call its client cancelled, or past its deadline, stops walking

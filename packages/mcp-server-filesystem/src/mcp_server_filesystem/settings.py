@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Self
 
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.settings import ServerSettings
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 

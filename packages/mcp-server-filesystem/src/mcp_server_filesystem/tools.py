@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp_server_core import (
+    Conflict,
     Cursor,
     InvalidArgument,
     Limit,
     Media,
+    NotFound,
     Refused,
     Rendered,
     ToolFailure,
@@ -26,16 +28,17 @@ from mcp_server_core import (
     call_context,
     decode_cursor,
     encode_cursor,
+    os_failure,
 )
-from mcp_server_core.conventions import unadvertised
+from mcp_server_core.conventions.tools import MAX_MESSAGE_BYTES, unadvertised
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256
+from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
 from mcp_server_filesystem.gitignore import compile_glob
 from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
-from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
+from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable, read_fd
 from mcp_server_filesystem.search import Hit, compile_query, search_files
-from mcp_server_filesystem.walk import Entry, WalkOptions, walk
+from mcp_server_filesystem.walk import MAX_WALK_DEPTH, Entry, WalkOptions, WalkReport, walk
 
 if TYPE_CHECKING:
     from mcp_server_filesystem.roots import ClientRoots
@@ -47,7 +50,10 @@ T = TypeVar("T")
 READ_BUDGET = 24_000
 MAX_MANY = 50
 MAX_HASH_BYTES = 256 * 1024 * 1024
-MAX_WRITE_CHARS = 10_000_000
+MAX_WRITE_BYTES = MAX_MESSAGE_BYTES * 3 // 4
+"""write_file's content bound (UTF-8 bytes), under the transports' message bound (stdio's line and HTTP's body),
+with a quarter left for JSON's escapes and the envelope: a content the tool accepts arrives, and one over it
+gets the tool's answer, not only the transport's."""
 
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
@@ -142,10 +148,15 @@ class DirListing(Rendered):
 class FoundPaths(Rendered):
     paths: list[str]
     next_cursor: str | None = None
+    _note: str = PrivateAttr(default="")
 
     def render(self) -> str:
         body = "\n".join(self.paths) or "No path matches."
-        return body + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+        return (
+            body
+            + (f"\nnext_cursor={self.next_cursor}" if self.next_cursor else "")
+            + (f"\n{self._note}" if self._note else "")
+        )
 
 
 class SearchResult(Rendered):
@@ -155,14 +166,16 @@ class SearchResult(Rendered):
     _grouped: str = PrivateAttr(default="")
     _files_searched: int = PrivateAttr(default=0)
     _skipped: int = PrivateAttr(default=0)
+    _note: str = PrivateAttr(default="")
 
     def render(self) -> str:
         skipped = f", {self._skipped} binary skipped" if self._skipped else ""
-        if self._grouped and not skipped and not self.next_cursor:
+        if self._grouped and not skipped and not self.next_cursor and not self._note:
             return self._grouped  # complete, as grep's would be: a tally would only count the lines above
         tail = f"({self.matches} matching lines, {self._files_searched} files searched{skipped})"
         body = self._grouped or "No match."
-        return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")
+        note = f"\n{self._note}" if self._note else ""
+        return f"{body}\n{tail}" + (f" next_cursor={self.next_cursor}" if self.next_cursor else "") + note
 
 
 def _grouped(hits: list[Hit]) -> str:
@@ -237,9 +250,12 @@ def _read_many(box: Sandbox, paths: list[str], offset: int, limit: int | None, m
 
 def _write(box: Sandbox, path: str, content: str, create_only: bool) -> tuple[str, Location, bool]:
     location = box.locate(path)
-    if len(content) > MAX_WRITE_CHARS:
-        raise InvalidArgument(f"content is {len(content):,} characters; write_file takes at most {MAX_WRITE_CHARS:,}.")
     data = content.encode()
+    if len(data) > MAX_WRITE_BYTES:
+        raise InvalidArgument(
+            f"content is {len(data):,} bytes in UTF-8; write_file takes at most {MAX_WRITE_BYTES:,}.",
+            hint="Split it: write a first part, then grow it with edit_file; or have a program generate the file.",
+        )
     created = box.write_atomic(location, data, create_only=create_only, make_parents=True)
     verb = "created" if created else "replaced"
     return f"{verb} {location.shown} ({len(data):,} bytes, sha256 {short_sha256(data)})", location, created
@@ -249,7 +265,14 @@ def _edit(
     box: Sandbox, path: str, edits: list[Edit], dry_run: bool, expected_sha256: str | None
 ) -> tuple[str, Location | None]:
     location = box.locate(path)
-    data = box.read_bytes(location)
+    with box.open_file(location) as (fd, info):
+        # Sized before it is read: a sparse 10 GiB file is free on disk and would take 10 GiB of memory.
+        if info.st_size > MAX_EDIT_BYTES:
+            raise InvalidArgument(
+                f"{location.shown!r} is {info.st_size:,} bytes, over the {MAX_EDIT_BYTES:,} edit_file takes.",
+                hint="Replace it whole with write_file, or find the part to change with search_text.",
+            )
+        data = read_fd(fd, MAX_EDIT_BYTES + 1)  # a file that grew since fstat is refused by apply_edits
     check_hash(data, expected_sha256, location.shown)
     outcome = apply_edits(data, edits, location.shown)
     notes = "".join(f"{note}\n" for note in outcome.notes)
@@ -260,7 +283,7 @@ def _edit(
             f"Dry run: nothing written. {len(edits)} edit(s) to {location.shown} would give:\n{notes}{outcome.diff}",
             None,
         )
-    box.write_atomic(location, outcome.data)
+    box.write_atomic(location, outcome.data, replacing=data)
     head = f"Edited {location.shown} (sha256 {short_sha256(outcome.data)}):\n"
     return head + notes + outcome.diff, location
 
@@ -274,36 +297,56 @@ def _copy(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
         return f"copied {src.shown} to {dst.shown} ({info.st_size:,} bytes)", dst
     if not stat.S_ISDIR(info.st_mode):
         raise box.refused(f"{src.shown!r} is a {describe_mode(info.st_mode)}; only files and directories are copied.")
-    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+    if box.contains(src, dst):
         raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; a directory cannot be copied into itself.")
-    if not overwrite:
-        try:
-            box.lstat(dst)
-        except ToolFailure:
-            pass
-        else:
+    try:
+        existing: os.stat_result | None = box.lstat(dst)
+    except NotFound:
+        existing = None
+    if existing is not None:
+        if not overwrite:
             raise _exists(dst)
-    box.make_directory(dst)
+        if not stat.S_ISDIR(existing.st_mode):
+            raise InvalidArgument(f"{dst.shown!r} exists and is a {describe_mode(existing.st_mode)}, not a directory.")
+    # Built aside and published in one rename: a copy that fails half-way leaves nothing, and a reader never
+    # sees half a tree under the destination's name.
+    staging = box.make_staging(dst)
+    try:
+        files, dirs, skipped = _copy_tree(box, src, staging)
+        box.publish(staging, dst, overwrite=overwrite)
+    except BaseException:
+        box.discard(staging)
+        raise
+    note = f"; {skipped} symlink(s) or special file(s) not copied" if skipped else ""
+    return f"copied {src.shown} to {dst.shown} ({files} files, {dirs} directories{note})", dst
+
+
+def _copy_tree(box: Sandbox, src: Location, staging: Location) -> tuple[int, int, int]:
     files = dirs = skipped = 0
-    for entry in walk(box, src, WalkOptions(hidden=True, gitignore=False)):
+    report = WalkReport()
+    for entry in walk(box, src, WalkOptions(hidden=True, gitignore=False), report=report):
         parts = entry.rel.split("/")
-        target = box.location_of(dst.root, (*dst.parts, *parts))
+        target = box.location_of(staging.root, (*staging.parts, *parts))
         if entry.kind == "dir":
             box.make_directory(target)
             dirs += 1
         elif entry.kind == "file":
             origin = box.location_of(src.root, (*src.parts, *parts))
-            box.write_atomic(target, box.iter_chunks(origin), create_only=not overwrite, mode=entry.lstat().st_mode)
+            box.write_atomic(target, box.iter_chunks(origin), create_only=True, mode=entry.lstat().st_mode)
             files += 1
         else:
             skipped += 1  # symlinks and special files are not copied: a link could lead outside the roots
-    note = f"; {skipped} symlink(s) or special file(s) not copied" if skipped else ""
-    return f"copied {src.shown} to {dst.shown} ({files} files, {dirs} directories{note})", dst
+    if report.too_deep is not None:
+        raise InvalidArgument(
+            f"{src.shown!r} is deeper than {MAX_WALK_DEPTH} levels; nothing was copied.",
+            hint="Copy its parts separately, or with a shell tool.",
+        )
+    if report.moved:
+        raise Conflict(f"A directory under {src.shown!r} was moved while it was being copied; nothing was copied.")
+    return files, dirs, skipped
 
 
 def _exists(location: Location) -> ToolFailure:
-    from mcp_server_core import Conflict
-
     return Conflict(
         f"{location.shown!r} already exists.", hint="Pass overwrite=true to replace it, or pick a new name."
     )
@@ -314,13 +357,13 @@ def _move(box: Sandbox, source: str, destination: str, overwrite: bool) -> tuple
     dst = box.locate(destination, follow_leaf=False)
     if not src.parts:
         raise box.refused(f"{src.shown!r} is an allowed root; it cannot be moved.")
-    if dst.root == src.root and dst.parts[: len(src.parts)] == src.parts:
+    if box.contains(src, dst):
         raise InvalidArgument(f"{dst.shown!r} is inside {src.shown!r}; nothing can move into itself.")
     try:
         box.rename(src, dst, overwrite=overwrite)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
-            raise box.refused(f"Moving {src.shown!r} to {dst.shown!r} failed ({exc.strerror}).") from None
+            raise os_failure(exc, f"Moving {src.shown!r} to {dst.shown!r}") from None
         info = box.lstat(src)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidArgument(
@@ -462,7 +505,8 @@ def _find(
     found: list[str] = []
     next_cursor = None
     last = ""
-    for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after):
+    report = WalkReport()
+    for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after, report=report):
         if not glob.match(entry.rel):
             continue
         if len(found) == limit:
@@ -470,7 +514,20 @@ def _find(
             break
         found.append(printable(prefix + entry.rel) + ("/" if entry.kind == "dir" else ""))
         last = entry.rel
-    return FoundPaths(paths=found, next_cursor=next_cursor)
+    result = FoundPaths(paths=found, next_cursor=next_cursor)
+    result._note = _walk_note(report, prefix) if next_cursor is None else ""
+    return result
+
+
+def _walk_note(report: WalkReport, prefix: str) -> str:
+    """What a walk left out, said where the answer ends."""
+    if report.too_deep is not None:
+        where = printable(prefix + report.too_deep)
+        where = where if len(where) <= 80 else f"{where[:40]}…{where[-36:]}"
+        return f"[not searched: directories deeper than {MAX_WALK_DEPTH} levels, the first {where}]"
+    if report.moved:
+        return "[stopped early: a directory was moved while it was being searched; search again]"
+    return ""
 
 
 def _search(
@@ -493,6 +550,7 @@ def _search(
     if cursor:
         position = decode_cursor(cursor, scope=scope)
         resume = (str(position["file"]), int(position["skip"]))
+    report = WalkReport()
     outcome = search_files(
         box,
         location,
@@ -504,6 +562,7 @@ def _search(
         limit=limit,
         resume=resume,
         needle=query.encode() if not regex and not ignore_case else None,
+        report=report,
     )
     next_cursor = None
     if outcome.resume is not None:
@@ -513,6 +572,8 @@ def _search(
     result._grouped = _grouped(outcome.hits)
     result._files_searched = outcome.files_searched
     result._skipped = outcome.skipped
+    if outcome.resume is None:
+        result._note = _walk_note(report, "" if location.shown == "." else location.shown.rstrip("/") + "/")
     return result
 
 
@@ -561,10 +622,14 @@ def files_toolset(ws: Workspace) -> Toolset:
     toolset = Toolset("files", "Read, search and change files under the allowed roots")
     tool = toolset.tool
 
-    async def run(fn: Callable[..., T], *args: Any) -> T:
+    async def run(fn: Callable[..., T], *args: Any, doing: str) -> T:
+        """`fn(box, *args)` in a worker thread; `doing` ("Writing 'x.txt'") heads what the disk said, if it fails."""
         box = await ws.sandbox()
         try:
-            return await _in_thread(functools.partial(fn, box, *args))
+            try:
+                return await _in_thread(functools.partial(fn, box, *args))
+            except OSError as exc:
+                raise os_failure(exc, doing) from None
         except ToolFailure as exc:
             # Every error names the allowed roots (the issue's rule), so the model never guesses where it may go.
             if box.roots_note in str(exc):
@@ -589,8 +654,8 @@ def files_toolset(ws: Workspace) -> Toolset:
         if isinstance(path, list):
             if not 1 <= len(path) <= MAX_MANY:
                 raise InvalidArgument(f"path lists 1 to {MAX_MANY} files; this one has {len(path)}.")
-            return await run(_read_many, path, offset, lines, max_bytes)
-        return await run(_read_one, path, offset, lines, max_bytes)
+            return await run(_read_many, path, offset, lines, max_bytes, doing="Reading the files")
+        return await run(_read_one, path, offset, lines, max_bytes, doing=f"Reading {path!r}")
 
     @tool(title="Write file", read_only=False, open_world=False, destructive=True, idempotent=True)
     async def write_file(
@@ -599,7 +664,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         create_only: bool = False,
     ) -> str:
         """Create or replace a whole file (atomic; makes parents)."""
-        message, location, created = await run(_write, path, content, create_only)
+        message, location, created = await run(_write, path, content, create_only, doing=f"Writing {path!r}")
         changed(location.path, created)
         return message
 
@@ -611,7 +676,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         expected_sha256: Annotated[str | None, Field(description="Fail unless the file has it")] = None,
     ) -> str:
         """Change parts of a text file by exact old_text; returns a diff."""
-        message, location = await run(_edit, path, edits, dry_run, expected_sha256)
+        message, location = await run(_edit, path, edits, dry_run, expected_sha256, doing=f"Editing {path!r}")
         if location is not None:
             changed(location.path, False)
         return message
@@ -625,7 +690,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             created = box.make_directory(location)
             return (f"created {location.shown}/" if created else f"{location.shown}/ already exists"), location, created
 
-        message, location, created = await run(make)
+        message, location, created = await run(make, doing=f"Creating directory {path!r}")
         if created:
             changed(location.path, True)
         return message
@@ -634,10 +699,14 @@ def files_toolset(ws: Workspace) -> Toolset:
     async def move_path(source: PathArg, destination: PathArg, overwrite: bool = False, copy: bool = False) -> str:
         """Move, rename or (copy=true) copy a file or directory."""
         if copy:
-            message, dst = await run(_copy, source, destination, overwrite)
+            message, dst = await run(
+                _copy, source, destination, overwrite, doing=f"Copying {source!r} to {destination!r}"
+            )
             changed(dst.path, True)
             return message
-        message, src, dst = await run(_move, source, destination, overwrite)
+        message, src, dst = await run(
+            _move, source, destination, overwrite, doing=f"Moving {source!r} to {destination!r}"
+        )
         changed(src.path, True)
         changed(dst.path, True)
         return message
@@ -654,7 +723,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             kind = box.remove(location, recursive=recursive)
             return f"deleted {kind} {location.shown}", location
 
-        message, location = await run(remove)
+        message, location = await run(remove, doing=f"Deleting {path!r}")
         changed(location.path, True)
         return message
 
@@ -667,7 +736,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         cursor: Cursor = None,
     ) -> DirListing:
         """List a directory (sizes, times) or stat a file (mode, links, sha256)."""
-        return await run(_list, path or ".", sort, hidden, limit, cursor)
+        return await run(_list, path or ".", sort, hidden, limit, cursor, doing=f"Listing {path or '.'!r}")
 
     @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
     async def show_tree(
@@ -677,7 +746,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         everything: Everything = False,
     ) -> str:
         """See a layout: a line a directory, listing its entries; no path: every root."""
-        return await run(_tree, path, depth, limit, everything, not everything)
+        return await run(_tree, path, depth, limit, everything, not everything, doing=f"Showing {path or '.'!r}")
 
     @tool(title="Find files", read_only=True, open_world=False)
     async def find_files(
@@ -688,7 +757,9 @@ def files_toolset(ws: Workspace) -> Toolset:
         cursor: Cursor = None,
     ) -> FoundPaths:
         """Find files or directories by name."""
-        return await run(_find, pattern, path or ".", everything, not everything, limit, cursor)
+        return await run(
+            _find, pattern, path or ".", everything, not everything, limit, cursor, doing=f"Searching {path or '.'!r}"
+        )
 
     @tool(title="Search text", read_only=True, open_world=False)
     async def search_text(
@@ -715,6 +786,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             not everything,
             limit,
             cursor,
+            doing=f"Searching {path or '.'!r}",
         )
 
     return toolset

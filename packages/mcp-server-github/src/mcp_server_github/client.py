@@ -36,7 +36,7 @@ from mcp_server_core import (
     take_within_budget,
     upstream_span,
 )
-from mcp_server_core.audit import audit_target
+from mcp_server_core.operations.audit import audit_target
 
 from mcp_server_github.allowlist import AllowList
 from mcp_server_github.settings import GitHubSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcp_server_core import Toolset
-from mcp_server_core.toolsets import add_discovery
+from mcp_server_core.protocol.toolsets import add_discovery
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.shapes import one_line, said

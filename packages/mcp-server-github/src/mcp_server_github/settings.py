@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Self
 
-from mcp_server_core.errors import register_secret
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.errors import register_secret
+from mcp_server_core.conventions.settings import ServerSettings
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 

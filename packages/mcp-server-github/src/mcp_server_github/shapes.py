@@ -11,7 +11,7 @@ import re
 from typing import Annotated, Any, Self
 
 from mcp_server_core import Rendered
-from mcp_server_core.untrusted import Cleaned, clean, fence
+from mcp_server_core.conventions.untrusted import Cleaned, clean, fence
 from pydantic import AfterValidator, Field, PrivateAttr
 
 _OWNER_SLASH_NAME = re.compile(r"[\w.-]+/[\w.-]+")

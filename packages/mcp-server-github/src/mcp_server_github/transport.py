@@ -17,7 +17,7 @@ import github
 import requests
 from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, RequestsResponse
 from mcp_server_core import Unavailable
-from mcp_server_core.metrics import record_rate_limit_wait
+from mcp_server_core.operations.metrics import record_rate_limit_wait
 from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError, ReadTimeoutError, ResponseError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from mcp_server_core import Refused, upstream_span
-from mcp_server_core.audit import audit_target
+from mcp_server_core.operations.audit import audit_target
 
 from mcp_server_slack.failures import WRITES, MissingScope, retry_after_of
 from mcp_server_slack.settings import SlackSettings

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server_core import InvalidArgument, NotFound, RateLimited, Refused, ToolFailure, Unavailable
-from mcp_server_core.untrusted import strip_invisible
+from mcp_server_core.conventions.untrusted import strip_invisible
 
 __all__ = ["ERRORS", "WRITES", "Meaning", "MissingScope", "failure_of", "retry_after_of"]
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Self
 
 from mcp_server_core import Rendered, Untrusted, one_line, take_within_budget
-from mcp_server_core.budget import CUT_MARK, json_size
-from mcp_server_core.untrusted import MAX_CLEAN_CHARS, Cleaned, clean, fence
+from mcp_server_core.conventions.budget import CUT_MARK, json_size
+from mcp_server_core.conventions.untrusted import MAX_CLEAN_CHARS, Cleaned, clean, fence
 from pydantic import PrivateAttr
 
 from mcp_server_slack.blocks import blocks_to_mrkdwn, shows_blocks

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import anyio.from_thread
 from fastmcp.resources import FunctionResource, ResourceTemplate
 from mcp_server_core import ReferenceServer, ResourceSet
-from mcp_server_core.untrusted import fence
+from mcp_server_core.conventions.untrusted import fence
 
 from mcp_server_slack import __version__
 from mcp_server_slack.api import SlackApi

@@ -19,8 +19,8 @@ from mcp_server_core import (
     note_in_answer,
     report_progress,
 )
-from mcp_server_core.conventions import unadvertised
-from mcp_server_core.untrusted import Untrusted, fence, one_line
+from mcp_server_core.conventions.tools import unadvertised
+from mcp_server_core.conventions.untrusted import Untrusted, fence, one_line
 from pydantic import Field
 
 from mcp_server_slack.api import SlackApi

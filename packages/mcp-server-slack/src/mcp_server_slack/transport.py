@@ -14,7 +14,7 @@ from typing import Any
 from urllib.error import URLError
 
 from mcp_server_core import Unavailable
-from mcp_server_core.metrics import record_rate_limit_wait
+from mcp_server_core.operations.metrics import record_rate_limit_wait
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import (

@@ -29,8 +29,10 @@ from fastmcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from mcp_server_core.errors import redact
-from mcp_server_core.server import ReferenceServer
+from mcp_server_core.conventions.errors import redact
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET
+from mcp_server_core.protocol.server import ReferenceServer
+from mcp_server_core.testing.hostile import assert_within_budget
 from mcp_server_core.testing.wire import StdioWire
 
 __all__ = ["ContractSuite", "tools_list_bytes"]
@@ -201,11 +203,14 @@ class ContractSuite:
             assert text.strip(), f"{name}: an error needs a message"
             _assert_clean(text, self.secrets)
 
-    async def test_structured_results_match_their_output_schema(self, client: Client[Any]) -> None:
+    async def test_structured_results_match_their_output_schema_and_fit_the_budget(
+        self, client: Client[Any], server: ReferenceServer
+    ) -> None:
         tools = {tool.name: tool for tool in await client.list_tools()}
         for name, arguments in self.sample_calls():
             result = await client.call_tool_mcp(name, arguments)
             assert not result.is_error, f"{name}: {_text(result)}"
+            assert_within_budget(result, _tool_budget(server, name))
             schema = tools[name].output_schema
             if schema is not None:
                 assert result.structured_content is not None, name
@@ -239,6 +244,11 @@ async def _tool_with_required_argument(client: Client[Any]) -> tuple[str, str]:
         if required:
             return tool.name, required[0]
     pytest.skip("no tool takes a required argument")
+
+
+def _tool_budget(server: ReferenceServer, name: str) -> int:
+    definition = next((d for d in server.toolsets.definitions() if d.name == name), None)
+    return definition.budget if definition else DEFAULT_BUDGET
 
 
 def _field_names(schema: Any) -> set[str]:

@@ -29,6 +29,11 @@ LATEST_HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 CLIENT_INFO = {"name": "mcp-server-core-wire", "version": "1"}
 
+PATIENCE_S = float(os.environ.get("MCP_TEST_PATIENCE_S", "60"))
+"""How long a wire waits for an answer the server owes. Not a guess at how fast it is: a server that dies or
+closes stdout fails the wait at once, so this only bounds a server that hangs. A fresh process on a busy
+2-core machine compiling its modules took over 15 s to initialize (the old fixed wait)."""
+
 Message = dict[str, Any]
 
 
@@ -114,7 +119,7 @@ class StdioWire:
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         self.send({"jsonrpc": "2.0", "method": method, **({"params": dict(params)} if params is not None else {})})
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 15.0) -> Message:
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = PATIENCE_S) -> Message:
         """Send a request and return its response (result or error); notifications are kept aside."""
         request_id = next(self._ids)
         body: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -123,7 +128,9 @@ class StdioWire:
         self.send(body)
         return self.response_to(request_id, timeout=timeout)
 
-    def modern_request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 15.0) -> Message:
+    def modern_request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = PATIENCE_S
+    ) -> Message:
         """A 2026-07-28 request: no handshake, the envelope rides in `_meta`."""
         return self.request(method, with_envelope(params), timeout=timeout)
 
@@ -132,9 +139,10 @@ class StdioWire:
         version: str = LATEST_HANDSHAKE,
         capabilities: Mapping[str, Any] | None = None,
         *,
-        timeout: float = 15.0,
+        timeout: float = 2 * PATIENCE_S,
     ) -> Message:
-        """The handshake; `timeout` is longer for a server that installs itself first (uv run, a bundle)."""
+        """The handshake; a server that starts on a busy machine compiles its modules first, so it gets twice the
+        patience (still more for one that installs itself first: uv run, a bundle)."""
         response = self.request(
             "initialize",
             {"protocolVersion": version, "capabilities": dict(capabilities or {}), "clientInfo": CLIENT_INFO},
@@ -145,7 +153,7 @@ class StdioWire:
 
     # --- receiving -------------------------------------------------------------------------------------------
 
-    def receive(self, timeout: float = 15.0) -> Message:
+    def receive(self, timeout: float = PATIENCE_S) -> Message:
         """The next message the server sends, whatever it is."""
         try:
             message = self._inbox.get(timeout=timeout)
@@ -160,7 +168,7 @@ class StdioWire:
             self.trace("←", message)
         return message
 
-    def response_to(self, request_id: Any, *, timeout: float = 15.0) -> Message:
+    def response_to(self, request_id: Any, *, timeout: float = PATIENCE_S) -> Message:
         for index, earlier in enumerate(self.other_responses):  # it came while another answer was awaited
             if earlier.get("id") == request_id:
                 return self.other_responses.pop(index)
@@ -200,7 +208,7 @@ class StdioWire:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
 
-    def close(self, timeout: float = 15.0) -> int:
+    def close(self, timeout: float = PATIENCE_S) -> int:
         """Close stdin (the client leaves) and return the exit code."""
         if self.proc.stdin and not self.proc.stdin.closed:
             with contextlib.suppress(BrokenPipeError):
@@ -370,7 +378,7 @@ def spawn_http_server(
     *,
     port: int | None = None,
     env: Mapping[str, str] | None = None,
-    ready_timeout: float = 30.0,
+    ready_timeout: float = 2 * PATIENCE_S,
     log: IO[bytes] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Run `argv --transport http --port P` and yield (endpoint URL, process) once the port accepts.

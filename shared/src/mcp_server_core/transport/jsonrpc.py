@@ -11,6 +11,8 @@ client gets the same error for the same mistake on either transport:
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pydantic_core
@@ -25,7 +27,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
-__all__ = ["MessageRefused", "error_message", "read_message"]
+__all__ = ["MessageRefused", "error_message", "oversized_id", "read_message"]
 
 
 class MessageRefused(ValueError):
@@ -89,3 +91,33 @@ def _diagnose(data: bytes) -> JSONRPCError:
         'Invalid Request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0", a string "method" and an '
         'optional string or integer "id".',
     )
+
+
+OVERSIZED_EDGE_BYTES = 64 * 1024
+"""How much of each end of a message too large to read the transport keeps to find its id."""
+
+# A top-level "id" written last: its value, then the one brace that closes the message. A nested object's
+# last "id" is followed by two or more braces, and one inside a string by an escaped quote.
+_LAST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,512}")\s*\}\s*$')
+
+
+def oversized_id(head: bytes, tail: bytes) -> RequestId | None:
+    """The id of a message too large to be read whole, from its first and last bytes, when it can be found.
+
+    Answering it, rather than id null, ends the caller's wait at once instead of at its own timeout. The head
+    is parsed as far as it goes (clients write "id" before "params"); else an id written last is read from
+    the tail.
+    """
+    try:
+        partial = pydantic_core.from_json(head, allow_partial=True)
+    except ValueError:
+        partial = None
+    candidate: Any = partial.get("id") if isinstance(partial, dict) else None
+    if candidate is None and (match := _LAST_ID.search(tail)):
+        try:
+            candidate = json.loads(match.group(1))
+        except ValueError:
+            candidate = None
+    if isinstance(candidate, str | int) and not isinstance(candidate, bool):
+        return candidate
+    return None

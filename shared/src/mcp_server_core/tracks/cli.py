@@ -25,14 +25,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr, ValidationError
 
-from mcp_server_core.commands import COMMANDS
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.tracks.commands import COMMANDS
 
 if TYPE_CHECKING:
     # Imported when serving only: a command, --help and --print-config do not pay for fastmcp.
-    from mcp_server_core.commands import ToolCommands
-    from mcp_server_core.server import ReferenceServer
-    from mcp_server_core.toolsets import Toolset
+    from mcp_server_core.protocol.server import ReferenceServer
+    from mcp_server_core.protocol.toolsets import Toolset
+    from mcp_server_core.tracks.commands import ToolCommands
 
 __all__ = ["ServerSpec", "build", "host_config", "run"]
 
@@ -143,6 +143,27 @@ def host_config(
     return {"mcpServers": {name: launch}}
 
 
+def _url_of(settings: ServerSettings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host  # noqa: S104 - read, not bound
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}{settings.path}"
+
+
+def remote_config(host: str, distribution: str, settings: ServerSettings) -> dict[str, Any] | None:
+    """The snippet that points a host at this server served over Streamable HTTP (None where the host's file
+    takes stdio servers only), with the bearer token as a placeholder when the server requires one."""
+    name = distribution.removeprefix("mcp-server-")
+    entry: dict[str, Any] = {"url": _url_of(settings)}
+    if settings.auth_token is not None or settings.auth_token_file is not None:
+        entry["headers"] = {"Authorization": f"Bearer {TOKEN_PLACEHOLDER}"}
+    if host == "vscode":
+        return {"servers": {name: {"type": "http", **entry}}}
+    if host == "cursor":
+        return {"mcpServers": {name: entry}}
+    return None
+
+
+TOKEN_PLACEHOLDER = "your-token"  # noqa: S105 - the placeholder a user replaces, never a value
 PASSWORD_PLACEHOLDER = "your-password"  # noqa: S105 - the placeholder a user replaces, never a value
 
 
@@ -281,16 +302,29 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
         parser.error(problems)
     if command:
         parser.exit(_run_command(spec, settings, command, started=lambda: _start_collecting(collecting)))
+    if print_config and settings.transport == "http":
+        # A stdio entry would make the host start an HTTP server and wait on its stdout for ever: the host is
+        # pointed at the server's URL instead, and the user starts the server.
+        entry = remote_config(print_config, spec.distribution, settings)
+        if entry is None:
+            parser.exit(
+                2,
+                f"{parser.prog}: Claude Desktop's configuration file starts stdio servers only: run the server "
+                "with --transport stdio there, or add its URL as a custom connector in Claude's settings "
+                f"({_url_of(settings)}).\n",
+            )
+        print(json.dumps(entry, indent=2))
+        return
     if print_config:
         arguments, env = settings_in_force(parser, settings)
         env.update(spec.host_env(settings) if spec.host_env is not None else {})
         print(json.dumps(host_config(print_config, spec.distribution, arguments, env), indent=2))
         return
-    from mcp_server_core.serving import serve, serve_workers
+    from mcp_server_core.transport.serving import serve, serve_workers
 
     try:
         if settings.workers > 1:
-            from mcp_server_core.http import check_http_settings
+            from mcp_server_core.transport.http import check_http_settings
 
             check_http_settings(settings)  # refuse in the parent, before any worker starts
             _start_collecting(collecting)  # before the fork, so the workers share the frozen pages too
@@ -309,7 +343,7 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
 
 def _commands(spec: ServerSpec[Any], settings: ServerSettings, toolsets: Sequence[Toolset]) -> ToolCommands:
     """The command-line track of `spec` over `toolsets`: what `call` runs and what the Skill teaches."""
-    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.tracks.commands import ToolCommands
 
     return ToolCommands(
         spec.distribution,
@@ -328,7 +362,7 @@ def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
     track's Agent Skill over MCP (`skill://NAME/SKILL.md`, `skills/list`), the text `NAME skill` prints."""
     server = _builder(spec)(settings)
     if spec.toolsets is not None:
-        from mcp_server_core.skills import serve_skill
+        from mcp_server_core.tracks.skills import serve_skill
 
         # The server's own toolsets: the same definitions as the command track's, without opening what
         # `spec.toolsets` opens (a pool, a client) a second time.
@@ -339,7 +373,7 @@ def build(spec: ServerSpec[S], settings: S) -> ReferenceServer:
 def _run_command(
     spec: ServerSpec[Any], settings: ServerSettings, argv: Sequence[str], *, started: Callable[[], None]
 ) -> int:
-    from mcp_server_core.errors import configure_logging
+    from mcp_server_core.conventions.errors import configure_logging
 
     assert spec.toolsets is not None
     configure_logging(settings.log_level)  # stderr, redacted, as the server's; stdout holds the result only

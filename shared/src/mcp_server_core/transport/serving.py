@@ -32,13 +32,13 @@ from typing import Any
 import anyio
 from fastmcp.server.context import reset_transport, set_transport
 
-from mcp_server_core.audit import configure_audit_log
-from mcp_server_core.errors import configure_logging
-from mcp_server_core.metrics import prepare_for_workers, remove_folder, worker_died
-from mcp_server_core.server import ReferenceServer
-from mcp_server_core.settings import ServerSettings
-from mcp_server_core.stdio import stdio_transport
-from mcp_server_core.tracing import configure_tracing
+from mcp_server_core.conventions.errors import configure_logging
+from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.operations.audit import configure_audit_log
+from mcp_server_core.operations.metrics import prepare_for_workers, remove_folder, worker_died
+from mcp_server_core.operations.tracing import configure_tracing
+from mcp_server_core.protocol.server import ReferenceServer
+from mcp_server_core.transport.stdio import stdio_transport
 
 __all__ = ["configure_logging", "serve", "serve_http", "serve_stdio", "serve_workers"]
 
@@ -100,7 +100,7 @@ def _draining_server_class() -> type[Any]:
     import uvicorn
     from sse_starlette.sse import AppStatus
 
-    from mcp_server_core.http import requests_in_flight
+    from mcp_server_core.transport.http import requests_in_flight
 
     # sse-starlette ends every SSE stream the moment uvicorn starts to shut down, which cuts off a tool call
     # answered on its POST's stream. The streams end below instead, once the POSTs in flight are answered.
@@ -132,8 +132,8 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: so
     """Serve Streamable HTTP on `settings.host:port`, or on `sock` (a worker's share of the parent's socket)."""
     import uvicorn
 
-    from mcp_server_core.front import MAX_HEADER_BYTES, guarded_protocol
-    from mcp_server_core.http import build_http_app
+    from mcp_server_core.transport.front import MAX_HEADER_BYTES, guarded_protocol
+    from mcp_server_core.transport.http import build_http_app
 
     app = build_http_app(server, settings)
     config = uvicorn.Config(

@@ -3,7 +3,8 @@
 The SDK's transport drops a malformed line silently, so a client waits forever. Here:
 - a line that is not JSON gets -32700 (id null); JSON that is not a JSON-RPC message gets -32600, with the id
   when one can be read; a batch gets -32600 (MCP dropped batches in 2025-06-18);
-- a line over `max_line_bytes` is skipped without being held in memory whole and gets -32600;
+- a line over `max_line_bytes` is skipped without being held in memory whole and gets -32600, with its id
+  when the line's first or last 64 KiB show it (else the caller would wait for its own timeout);
 - once `max_pending` requests wait for their answers, no more is read until one is answered: a client that
   writes without reading stdout finds its writes blocking, instead of the server holding every answer it
   cannot write until memory runs out;
@@ -31,11 +32,18 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
+from mcp_server_core.conventions.tools import MAX_MESSAGE_BYTES
+from mcp_server_core.transport.jsonrpc import (
+    OVERSIZED_EDGE_BYTES,
+    MessageRefused,
+    error_message,
+    oversized_id,
+    read_message,
+)
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = MAX_MESSAGE_BYTES
 """A request larger than this is refused: 8 MiB is far beyond any honest tool call."""
 
 MAX_PENDING = 256
@@ -150,12 +158,16 @@ async def stdio_transport(
     async def read_lines() -> None:
         while line := await next_line():
             if len(line) > max_line_bytes and not line.endswith(b"\n"):
+                tail = line[-OVERSIZED_EDGE_BYTES:]
                 while (rest := await read_line()) and not rest.endswith(b"\n"):
-                    pass
-                await forward(
-                    answers,
-                    _error(None, INVALID_REQUEST, f"Invalid Request: the message exceeds {max_line_bytes:,} bytes."),
-                )
+                    tail = (tail + rest)[-OVERSIZED_EDGE_BYTES:]
+                tail = (tail + rest)[-OVERSIZED_EDGE_BYTES:]
+                request_id = oversized_id(line[:OVERSIZED_EDGE_BYTES], tail)
+                if request_id is not None:
+                    in_flight[repr(request_id)] += 1  # answered like a request read: the writer settles it
+                    settle()
+                message_text = f"Invalid Request: the message exceeds {max_line_bytes:,} bytes; send less at once."
+                await forward(answers, _error(request_id, INVALID_REQUEST, message_text))
                 continue
             if not line.strip():
                 continue

@@ -45,18 +45,18 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 
-from mcp_server_core.audit import AuditTrail, note_failure
-from mcp_server_core.budget import cut_text, fit_structure, json_size
-from mcp_server_core.cancellation import finish_cancelling, unwatch_call, watch_call
-from mcp_server_core.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
-from mcp_server_core.conventions import DEFAULT_BUDGET, compact_schema
-from mcp_server_core.errors import NotFound, ToolFailure, did_you_mean, redact
-from mcp_server_core.health import Readiness
-from mcp_server_core.identity import caller
-from mcp_server_core.notifications import ChangeHub
-from mcp_server_core.progress import start_reporting, stop_reporting
-from mcp_server_core.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
-from mcp_server_core.tracing import annotate_call
+from mcp_server_core.auth.identity import caller
+from mcp_server_core.conventions.budget import cut_text, fit_structure, json_size
+from mcp_server_core.conventions.errors import NotFound, ToolFailure, did_you_mean, redact
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET, compact_schema
+from mcp_server_core.operations.audit import AuditTrail, note_failure
+from mcp_server_core.operations.health import Readiness
+from mcp_server_core.operations.tracing import annotate_call
+from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
+from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
+from mcp_server_core.protocol.notifications import ChangeHub
+from mcp_server_core.protocol.progress import start_reporting, stop_reporting
+from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
 
 __all__ = ["ReferenceServer"]
 
@@ -120,7 +120,7 @@ class ReferenceServer(FastMCP[Any]):
             add_discovery(discovery, lambda: self)
             toolsets = [*toolsets, discovery]
             self.instructions = f"{self.instructions or ''} More tools: list_toolsets, then enable_toolset.".strip()
-        self.toolsets = Toolsets(self, toolsets, read_only=read_only, dynamic=dynamic)
+        self.toolsets = Toolsets(self, self.changes, toolsets, read_only=read_only, dynamic=dynamic)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name, announce=False)
 

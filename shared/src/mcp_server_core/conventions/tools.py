@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server_core.budget import cut_text, fit_structure, json_size
-from mcp_server_core.errors import InvalidArgument, ToolFailure
+from mcp_server_core.conventions.budget import cut_text, fit_structure, json_size
+from mcp_server_core.conventions.errors import InvalidArgument, ToolFailure
 
 if TYPE_CHECKING:
     import mcp_types
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "MAX_MESSAGE_BYTES",
     "Answer",
     "Cursor",
     "Limit",
@@ -61,6 +62,10 @@ __all__ = [
 DEFAULT_BUDGET = 16_000
 """Bytes of text a tool result may carry unless the tool says otherwise: about 4,000 tokens. The whole answer,
 text and structured content together, is at most twice a tool's text budget (budget.py)."""
+
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+"""The largest request either transport reads (stdio's line, HTTP's default body); here, without the SDK's
+imports, so a tool's own input bound can be set under it on the command-line track too."""
 
 _TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
 _MAX_FIRST_SENTENCE = 200

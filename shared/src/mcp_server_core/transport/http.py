@@ -32,13 +32,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_server_core.auth import BearerTokens, auth_provider
-from mcp_server_core.auth import is_loopback_host as is_loopback
-from mcp_server_core.health import add_health_routes
-from mcp_server_core.jsonrpc import MessageRefused, error_message, read_message
-from mcp_server_core.metrics import add_metrics_route, record_auth_failure
-from mcp_server_core.server import ReferenceServer
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.auth.tokens import BearerTokens, auth_provider
+from mcp_server_core.auth.tokens import is_loopback_host as is_loopback
+from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.operations.health import add_health_routes
+from mcp_server_core.operations.metrics import add_metrics_route, call_metrics, record_auth_failure
+from mcp_server_core.protocol.server import ReferenceServer
+from mcp_server_core.transport.jsonrpc import MessageRefused, error_message, read_message
 
 __all__ = [
     "BearerTokens",
@@ -452,7 +452,8 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
         server.auth = auth
     if settings.stateless:
         server.without_sessions()
-    add_health_routes(server)
+    add_health_routes(server, server.readiness)
+    server.audit.metrics = call_metrics()
     add_metrics_route(server)
     app = server.http_app(
         path=settings.path,

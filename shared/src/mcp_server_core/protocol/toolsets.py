@@ -17,17 +17,18 @@ write are never registered on a read-only server: absent, not merely refused, so
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import Field
 
-from mcp_server_core.conventions import ToolDefinition, tool
-from mcp_server_core.errors import did_you_mean
+from mcp_server_core.conventions.errors import did_you_mean
+from mcp_server_core.conventions.tools import ToolDefinition, tool
 
 if TYPE_CHECKING:
+    from fastmcp import FastMCP
     from fastmcp.server.context import Context
 
-    from mcp_server_core.server import ReferenceServer
+    from mcp_server_core.protocol.notifications import ChangeHub
 
 __all__ = ["DYNAMIC", "SessionsUnavailable", "Toolset", "Toolsets", "add_discovery", "parse_toolsets"]
 
@@ -94,9 +95,16 @@ class Toolsets:
     """The toolsets of one server: the baseline every client sees, and what each session added for itself."""
 
     def __init__(
-        self, server: ReferenceServer, available: Sequence[Toolset], *, read_only: bool, dynamic: bool = False
+        self,
+        server: FastMCP,
+        changes: ChangeHub,
+        available: Sequence[Toolset],
+        *,
+        read_only: bool,
+        dynamic: bool = False,
     ) -> None:
         self._server = server
+        self._changes = changes
         self.dynamic = dynamic
         self._available = {t.name: t for t in available}
         self._registered: dict[str, list[str]] = {}  # toolset -> the names of its tools on the server
@@ -145,7 +153,7 @@ class Toolsets:
         self._server.enable(tags={_tag(name)}, components={"tool"})
         self._baseline.append(name)
         if announce:
-            self._server.changes.tools_changed()
+            self._changes.tools_changed()
         return True
 
     def disable(self, name: str) -> bool:
@@ -155,7 +163,7 @@ class Toolsets:
             return False
         self._server.disable(tags={_tag(name)}, components={"tool"})
         self._baseline.remove(name)
-        self._server.changes.tools_changed()
+        self._changes.tools_changed()
         return True
 
     async def enabled_for(self, ctx: Context) -> list[str]:
@@ -222,11 +230,17 @@ def is_dynamic(spec: str | Iterable[str] | None) -> bool:
     return DYNAMIC in (w.strip() for w in words)
 
 
-def add_discovery(toolset: Toolset, server: Callable[[], ReferenceServer]) -> None:
+class _WithToolsets(Protocol):
+    """What the discovery pair needs of its server: only its toolsets (so this module needs no server class)."""
+
+    toolsets: Toolsets
+
+
+def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None:
     """Add the discovery pair to `toolset`: `list_toolsets` and `enable_toolset`, which switches a toolset on for
     the calling session alone (tools/list_changed tells it). `server` gives the server once it is built."""
-    from mcp_server_core.conventions import call_context
-    from mcp_server_core.errors import InvalidArgument, Refused
+    from mcp_server_core.conventions.errors import InvalidArgument, Refused
+    from mcp_server_core.conventions.tools import call_context
 
     # The pair changes what one session sees: a transport without sessions (--stateless) leaves it out, so no
     # worker can half-apply a choice another worker never heard of.

@@ -17,14 +17,30 @@ so what a host reads over MCP is byte for byte what `mcp-server-X skill` writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from mcp_server_core.commands import ToolCommands
+    from mcp_server_core.conventions.tools import ToolDefinition
+    from mcp_server_core.protocol.toolsets import Toolset
+
+
+class ToolCommands(Protocol):
+    """What a skill is written from: the command track's tools (commands.ToolCommands), named here so that the
+    skill needs only this, not the module that runs the commands."""
+
+    distribution: str
+    skill: str
+    toolsets: list[Toolset]
+    enabled: list[str]
+    notes: list[str]
+    read_only: bool
+
+    def offered(self) -> Iterator[tuple[Toolset, ToolDefinition]]: ...
+
 
 __all__ = ["check_skill_fields", "serve_skill", "skill_markdown", "write_skill"]
 
@@ -40,11 +56,14 @@ def check_skill_fields(name: str, description: str) -> None:
         raise ValueError(f"skill description: one line of 1-{MAX_DESCRIPTION} characters")
 
 
+_PAGING_WORDS = {"limit": "`--limit N`", "cursor": "`--cursor` (the next_cursor printed)"}
+
+
 def skill_markdown(commands: ToolCommands) -> str:
     """SKILL.md for `commands`. The body is read into the model's context whole, so it holds what a first
     command needs and no more: how a call is written, the exit codes, one line per command of the default
     toolsets (the rest named, with how to list them), and the safety notes."""
-    from mcp_server_core.commands import argument_kinds, task_of, usage_line
+    from mcp_server_core.tracks.arguments import argument_kinds, paging_of, task_of, usage_line
 
     name = commands.distribution
     description = commands.skill
@@ -52,9 +71,12 @@ def skill_markdown(commands: ToolCommands) -> str:
     listed: dict[bool, list[str]] = {True: [], False: []}
     also_on: dict[str, list[str]] = {}
     kinds: set[str] = set()
+    paged: dict[tuple[str, ...], list[str]] = {}
     for toolset, definition in commands.offered():
         if toolset.default:
             kinds |= argument_kinds(definition)
+            if paging := paging_of(definition):
+                paged.setdefault(paging, []).append(definition.name)
             listed[definition.read_only].append(f"- `{usage_line(definition)}`: {task_of(definition.summary)}")
         else:
             # On by the user's choice, not by default: named, a fraction of the tokens of a line each; the name
@@ -74,11 +96,10 @@ def skill_markdown(commands: ToolCommands) -> str:
                 # A JSON argument's line gives its shape: `?` marks an optional field.
                 *(["In a JSON shape, `?` marks an optional field."] if "json" in kinds else []),
                 "`--json` prints the structured result.",
-                *(
-                    ["Lists page with `--limit N` and `--cursor` (the next_cursor printed)."]
-                    if "paging" in kinds
-                    else []
-                ),
+                *[
+                    f"{' and '.join(_PAGING_WORDS[p] for p in paging)} page {', '.join(names)}."
+                    for paging, names in paged.items()
+                ],
             ]
         ),
         "Exit 0: done, the result on stdout. 1: the tool failed; stderr says why and what to try. 2: fix the command.",

@@ -8,6 +8,7 @@ failed, why, and what to try instead, because the reader is a model that will ac
 from __future__ import annotations
 
 import difflib
+import errno
 import logging
 import re
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcp_server_core.settings import LogLevel
+    from mcp_server_core.conventions.settings import LogLevel
 
 __all__ = [
     "Conflict",
@@ -28,6 +29,7 @@ __all__ = [
     "Unavailable",
     "configure_logging",
     "did_you_mean",
+    "os_failure",
     "redact",
     "register_secret",
 ]
@@ -104,6 +106,59 @@ def did_you_mean(name: str, candidates: Iterable[str], *, noun: str = "name") ->
     shown = ", ".join(repr(c) for c in sorted(pool)[:10])
     more = f" and {len(pool) - 10} more" if len(pool) > 10 else ""
     return f"Known {noun}s: {shown}{more}."
+
+
+# What the operating system said, as a cause and a next step (docs/conventions.md has the table). The class
+# is whose move it is: Refused and InvalidArgument the caller's (another path, another name), Unavailable the
+# machine's (space, descriptors: retrying later or elsewhere may work), Conflict the moment's (in use now).
+_OS_ERRORS: dict[int, tuple[type[ToolFailure], str, str]] = {
+    errno.ENOSPC: (Unavailable, "no space left on the device", "Free space on that device, or write elsewhere."),
+    errno.EDQUOT: (Unavailable, "the disk quota is used up", "Free space within the quota, or write elsewhere."),
+    errno.EROFS: (Refused, "the filesystem is mounted read-only", "Write to a read-write place; reading works."),
+    errno.EACCES: (Refused, "permission denied", "The server's user may not do this there: choose another path."),
+    errno.EPERM: (
+        Refused,
+        "operation not permitted (an immutable or protected entry)",
+        "It stays unless its owner lifts the protection (chattr -i, a sticky directory).",
+    ),
+    errno.EMFILE: (Unavailable, "too many open files in the server", "Retry shortly; if it persists, raise ulimit -n."),
+    errno.ENFILE: (Unavailable, "too many open files on the machine", "Retry shortly."),
+    errno.ENAMETOOLONG: (
+        InvalidArgument,
+        "a name is too long (at most 255 bytes a name, 4,096 a path)",
+        "Use a shorter name.",
+    ),
+    errno.ELOOP: (Refused, "too many levels of symbolic links", "Name the place itself, not a link to it."),
+    errno.EXDEV: (
+        InvalidArgument,
+        "the source and the destination are on different filesystems",
+        "Copy it, then delete the original.",
+    ),
+    errno.EBUSY: (Conflict, "it is in use (a mount point, or held by a program)", "Retry when it is free."),
+    errno.ETXTBSY: (Conflict, "a running program is executed from that file", "Stop the program, or write elsewhere."),
+    errno.EIO: (Unavailable, "the device reported an input/output error", "Check the device; a retry rarely helps."),
+    errno.EFBIG: (InvalidArgument, "the file would be larger than that filesystem allows", "Write elsewhere."),
+    errno.EMLINK: (InvalidArgument, "the directory has as many entries or links as it may", "Write elsewhere."),
+    errno.ENOTEMPTY: (Conflict, "the directory is not empty", "Empty it first, or delete it recursively."),
+    errno.EEXIST: (Conflict, "the name already exists", "Pick another name, or replace it if that is allowed."),
+    errno.ENOENT: (NotFound, "it does not exist (or no longer does)", "Check the path; list its directory."),
+    errno.ENOTDIR: (InvalidArgument, "a component of the path is not a directory", "Check the path."),
+    errno.EISDIR: (InvalidArgument, "it is a directory", "Name a file."),
+}
+
+
+def os_failure(exc: OSError, doing: str) -> ToolFailure:
+    """`exc` as a failure the model can act on: "<doing> failed: <cause> (<ERRNO>). <next step>".
+
+    `doing` names the action and the path as the caller shows it ("Writing 'notes.txt'"); the path the OS
+    reports is left out, since it may lie outside what the caller may see.
+    """
+    code = exc.errno or 0
+    name = errno.errorcode.get(code, f"errno {code}")
+    kind, cause, step = _OS_ERRORS.get(
+        code, (ToolFailure, (exc.strerror or "an operating-system error").lower(), "Retry, or try another path.")
+    )
+    return kind(f"{doing} failed: {cause} ({name}).", hint=step)
 
 
 # Shapes of secrets, redacted wherever they appear. Known values registered at start-up (tokens from settings)

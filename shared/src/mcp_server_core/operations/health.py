@@ -20,10 +20,10 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from mcp_server_core.errors import redact
+from mcp_server_core.conventions.errors import redact
 
 if TYPE_CHECKING:
-    from mcp_server_core.server import ReferenceServer
+    from fastmcp import FastMCP
 
 __all__ = ["CHECK_TIMEOUT_S", "READY_TTL_S", "Readiness", "add_health_routes"]
 
@@ -72,8 +72,8 @@ class Readiness:
         return True
 
 
-def add_health_routes(server: ReferenceServer) -> None:
-    """Register /healthz and /readyz on `server`'s HTTP app (once)."""
+def add_health_routes(server: FastMCP, readiness: Readiness) -> None:
+    """Register /healthz and /readyz on `server`'s HTTP app (once); /readyz asks `readiness`."""
     if getattr(server, "_health_routes", False):
         return
     server._health_routes = True  # type: ignore[attr-defined]
@@ -84,10 +84,10 @@ def add_health_routes(server: ReferenceServer) -> None:
 
     @server.custom_route("/readyz", methods=["GET"])
     async def readyz(_request: Request) -> JSONResponse:
-        if await server.readiness.ready():
+        if await readiness.ready():
             return JSONResponse({"status": "ready"}, headers=_HEADERS)
         return JSONResponse(
-            {"status": "unavailable", "reason": f"{server.readiness.upstream} is not usable now"},
+            {"status": "unavailable", "reason": f"{readiness.upstream} is not usable now"},
             status_code=503,
             headers={**_HEADERS, "Retry-After": str(int(READY_TTL_S))},
         )

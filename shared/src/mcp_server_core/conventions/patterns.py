@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, AnyStr, Generic
 
-from mcp_server_core.errors import InvalidArgument
+from mcp_server_core.conventions.errors import InvalidArgument
 
 __all__ = ["MAX_PATTERN_CHARS", "LinearPattern", "compile_linear"]
 

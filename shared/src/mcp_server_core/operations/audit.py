@@ -27,19 +27,19 @@ from datetime import UTC, datetime
 from logging.handlers import WatchedFileHandler
 from typing import TYPE_CHECKING, Any
 
-from mcp_server_core.errors import redact
-from mcp_server_core.identity import caller
+from mcp_server_core.auth.identity import caller
+from mcp_server_core.conventions.errors import redact
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.shared.exceptions import MCPError
 
 if TYPE_CHECKING:
-    from mcp_server_core.metrics import CallMetrics
+    from mcp_server_core.operations.metrics import CallMetrics
 
 __all__ = ["AUDIT_LOGGER", "AuditTrail", "audit_target", "configure_audit_log", "note_failure"]
 
-AUDIT_LOGGER = "mcp_server_core.audit"
+AUDIT_LOGGER = "mcp_server_core.operations.audit"
 AUDITED = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 """The methods audited, and the param that names what they act on."""
 _MAX_ARGUMENT_CHARS = 4_000
@@ -195,7 +195,9 @@ class AuditTrail:
 
 
 def _log_protocol_error(ctx: ServerRequestContext[Any, Any], exc: MCPError) -> None:
-    logging.getLogger("mcp_server_core.server").info("[protocol error %d] %s: %s", exc.error.code, ctx.method, exc)
+    logging.getLogger("mcp_server_core.protocol.server").info(
+        "[protocol error %d] %s: %s", exc.error.code, ctx.method, exc
+    )
 
 
 def _is_error(result: HandlerResult) -> bool:

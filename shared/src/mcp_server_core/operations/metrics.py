@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 if TYPE_CHECKING:
-    from mcp_server_core.server import ReferenceServer
+    from fastmcp import FastMCP
 
 __all__ = [
     "CallMetrics",
@@ -144,12 +144,11 @@ def remove_folder(folder: str | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def add_metrics_route(server: ReferenceServer) -> None:
+def add_metrics_route(server: FastMCP) -> None:
     """`GET /metrics` on `server`'s HTTP app, asking for the same bearer token as the MCP endpoint."""
     if getattr(server, "_metrics_route", False):
         return
     server._metrics_route = True  # type: ignore[attr-defined]
-    server.audit.metrics = call_metrics()
 
     @server.custom_route("/metrics", methods=["GET"])
     async def metrics(request: Request) -> Response:
@@ -158,7 +157,7 @@ def add_metrics_route(server: ReferenceServer) -> None:
         return Response(_exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-async def _refusal(server: ReferenceServer, request: Request) -> Response | None:
+async def _refusal(server: FastMCP, request: Request) -> Response | None:
     """None for a token the MCP endpoint would serve (verified, and holding the scopes it requires)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     verifier: Any = server.auth

@@ -19,9 +19,9 @@ import logging
 import warnings
 from collections.abc import Callable
 
-from mcp_server_core.conventions import call_context
-from mcp_server_core.errors import RedactingFormatter, is_failed_call
-from mcp_server_core.progress import send_for_call
+from mcp_server_core.conventions.errors import RedactingFormatter, is_failed_call
+from mcp_server_core.conventions.tools import call_context
+from mcp_server_core.protocol.progress import send_for_call
 
 __all__ = ["DEFAULT_CLIENT_LEVEL", "ClientLogHandler", "forward_to_clients"]
 

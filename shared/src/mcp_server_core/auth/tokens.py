@@ -31,9 +31,9 @@ from mcp.server.auth.routes import create_protected_resource_routes
 from pydantic import AnyHttpUrl
 from starlette.routing import Route
 
-from mcp_server_core.errors import register_secret
-from mcp_server_core.identity import principal, token_fingerprint
-from mcp_server_core.settings import ServerSettings
+from mcp_server_core.auth.identity import principal, token_fingerprint
+from mcp_server_core.conventions.errors import register_secret
+from mcp_server_core.conventions.settings import ServerSettings
 
 __all__ = [
     "AnyOf",

@@ -1,0 +1,1 @@
+"""Who is calling: bearer tokens and JWTs on HTTP, and the one identity every limit and audit line keys on."""

@@ -1,0 +1,1 @@
+"""The family's vocabulary: tool conventions, the error split, settings, untrusted content, budgets, patterns."""

@@ -1,0 +1,1 @@
+"""What operators see: the audit trail, metrics, traces and health."""

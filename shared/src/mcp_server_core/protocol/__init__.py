@@ -1,0 +1,1 @@
+"""The MCP side of a server: the server, toolsets, notifications, resources, progress, cancellation."""
