@@ -20,11 +20,16 @@ sys.path.insert(0, str(ROOT))
 from mcp_server_core.testing import StdioWire, python_module  # noqa: E402
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+# One row as wide as PostgreSQL's target list allows: 1,663 columns of 999 characters (issue 25: 1.69 MB).
+_WIDE = ", ".join(f"s AS c{i}" for i in range(1663))
+_WIDE_PG = f"WITH v(s) AS (SELECT repeat('x', 999)) SELECT {_WIDE} FROM v"  # noqa: S608 - constant text
+_WIDE_SQLITE = f"WITH v(s) AS (SELECT printf('%999s', 'x')) SELECT {_WIDE} FROM v"  # noqa: S608 - constant text
 SHAPES = {
     "PostgreSQL": {
         "10 M rows": "SELECT generate_series(1, 10000000) AS n",
         "one 30 MB cell": "SELECT repeat('x', 30000000) AS big",
         "1,000 rows of 1 MB": "SELECT g, repeat('x', 1000000) AS mb FROM generate_series(1, 1000) g",
+        "one row of 1,663 columns of 999 chars": _WIDE_PG,
     },
     "SQLite": {
         "10 M rows": (
@@ -35,6 +40,7 @@ SHAPES = {
             "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
             "SELECT n, hex(zeroblob(500000)) AS mb FROM c"
         ),
+        "one row of 1,663 columns of 999 chars": _WIDE_SQLITE,
     },
 }
 

@@ -2,6 +2,10 @@
 
 Replace this module with your server's domain. What to keep: tools raise the helpers' failure types with a
 message that says what to do next, results are `Rendered` models, writes are atomic, listings page.
+
+Content is hostile: a note may have been written by anyone (a synced folder, a cloned repository). What a note
+holds reaches the model only inside a `fence()` (a body) or as an `Untrusted` value formatted into the server's
+own words (a name, a matching line: its one-line form), and every answer pages to fit its budget.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -22,12 +26,17 @@ from mcp_server_core import (
     NotFound,
     Rendered,
     Toolset,
+    Untrusted,
     audit_target,
     decode_cursor,
     did_you_mean,
     encode_cursor,
+    fence,
+    note_at_end,
+    take_within_budget,
 )
-from mcp_server_core.conventions.tools import unadvertised
+from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET, unadvertised
 from pydantic import BaseModel, Field
 
 NOTE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
@@ -43,6 +52,9 @@ NoteName = Annotated[
     ),
 ]
 MAX_NOTE_BYTES = 1_000_000
+PAGE_BYTES = 7_000
+"""Bytes of a note one read_note shows: cleaned and fenced, at most twice this in JSON (a newline or a quote is
+escaped), so a page and its label fit the text budget whatever the note holds."""
 
 ChangeListener = Callable[[str, str], None]
 """Called with ("created" | "updated" | "deleted", note name) after each change on disk."""
@@ -57,10 +69,11 @@ class NoteStore:
         self.listener: ChangeListener | None = None
 
     def names(self) -> list[str]:
-        return sorted(p.name for p in self.folder.iterdir() if p.is_file() and re.match(NOTE_NAME, p.name))
+        # fullmatch: `$` in re.match also matches before a trailing newline ("groceries\n" would be a note).
+        return sorted(p.name for p in self.folder.iterdir() if p.is_file() and re.fullmatch(NOTE_NAME, p.name))
 
     def path(self, name: str) -> Path:
-        if not re.match(NOTE_NAME, name):
+        if not re.fullmatch(NOTE_NAME, name):
             raise InvalidArgument(f"{name!r} is not a note name.", hint="Use letters, digits, '_', '-', '.'.")
         return self.folder / name
 
@@ -105,9 +118,14 @@ class NoteStore:
 
 
 class NoteInfo(BaseModel):
-    name: str
+    name: Untrusted
     bytes: int
     modified: str = Field(description="ISO 8601, UTC")
+
+
+def _fits(items: Sequence[BaseModel]) -> int:
+    """How many of `items` fit in one answer: each is shown once as a line of text and once in the structure."""
+    return take_within_budget(items, lambda item: 2 * json_size(item.model_dump(mode="json")), DEFAULT_BUDGET)
 
 
 class NoteList(Rendered):
@@ -123,14 +141,22 @@ class NoteList(Rendered):
         return "\n".join(lines)
 
 
+class Hit(BaseModel):
+    note: Untrusted
+    line: int
+    text: Untrusted
+
+
 class SearchHits(Rendered):
     query: str
-    hits: list[str] = Field(description="'name:line: text' for each matching line")
+    hits: list[Hit]
     next_cursor: str | None = None
 
     def render(self) -> str:
-        tail = f"\nnext_cursor={self.next_cursor}" if self.next_cursor else ""
-        return ("\n".join(self.hits) or f"No line matches {self.query!r}.") + tail
+        lines = [f"{hit.note}:{hit.line}: {hit.text}" for hit in self.hits] or [f"No line matches {self.query!r}."]
+        if self.next_cursor:
+            lines.append(f"next_cursor={self.next_cursor}")
+        return "\n".join(lines)
 
 
 class WriteOutcome(Rendered):
@@ -155,15 +181,29 @@ def notes_toolset(store: NoteStore) -> Toolset:
         for name in page:
             stat = store.path(name).stat()
             modified = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
-            infos.append(NoteInfo(name=name, bytes=stat.st_size, modified=modified))
-        more = start + limit < len(names)
-        next_cursor = encode_cursor({"offset": start + limit}, scope="list_notes") if more else None
+            infos.append(NoteInfo(name=Untrusted(name), bytes=stat.st_size, modified=modified))
+        infos = infos[: _fits(infos)]
+        more = start + len(infos) < len(names)
+        next_cursor = encode_cursor({"offset": start + len(infos)}, scope="list_notes") if more else None
         return NoteList(notes=infos, total=len(names), next_cursor=next_cursor)
 
-    @toolset.tool(title="Read note", read_only=True, open_world=False, continue_hint="search_notes finds a line")
-    def read_note(name: NoteName) -> str:
-        """Read one note's full text."""
-        return store.read(name)
+    @toolset.tool(title="Read note", read_only=True, open_world=False)
+    def read_note(
+        name: NoteName, offset: Annotated[int, Field(ge=0, json_schema_extra=unadvertised("minimum"))] = 0
+    ) -> str:
+        """Read one note's text."""
+        data = store.read(name).encode()
+        if offset > len(data):
+            raise InvalidArgument(f"offset={offset} is past the note's end ({len(data):,} bytes).")
+        end = min(offset + PAGE_BYTES, len(data))
+        if end < len(data):  # end the page at a line break, or at least between two characters
+            end = data.rfind(b"\n", offset, end) + 1 or end
+            while data[end] & 0xC0 == 0x80:
+                end -= 1
+        if end < len(data):
+            note_at_end(f"[bytes {offset:,}-{end:,} of {len(data):,}; continue with offset={end}]")
+        page = data[offset:end].decode(errors="replace")
+        return fence(page, what=f"note {Untrusted(name)}")
 
     @toolset.tool(title="Search notes", read_only=True, open_world=False)
     def search_notes(
@@ -182,15 +222,17 @@ def notes_toolset(store: NoteStore) -> Toolset:
         """Find which notes mention something: their matching lines."""
         needle = query.casefold()
         hits = [
-            f"{name}:{number}: {line.strip()}"
+            Hit(note=Untrusted(name), line=number, text=Untrusted(line.strip()))
             for name in store.names()
             for number, line in enumerate(store.read(name).splitlines(), start=1)
             if needle in line.casefold()
         ]
         start = decode_cursor(cursor, scope=f"search:{query}")["offset"] if cursor else 0
-        more = start + limit < len(hits)
-        next_cursor = encode_cursor({"offset": start + limit}, scope=f"search:{query}") if more else None
-        return SearchHits(query=query, hits=hits[start : start + limit], next_cursor=next_cursor)
+        page = hits[start : start + limit]
+        page = page[: _fits(page)]
+        more = start + len(page) < len(hits)
+        next_cursor = encode_cursor({"offset": start + len(page)}, scope=f"search:{query}") if more else None
+        return SearchHits(query=query, hits=page, next_cursor=next_cursor)
 
     @toolset.tool(title="Write note", read_only=False, open_world=False, destructive=True, idempotent=True)
     def write_note(

@@ -22,7 +22,7 @@ import anyio.to_thread
 from fastmcp.resources import FunctionResource, Resource, ResourceTemplate
 from fastmcp.utilities.components import FastMCPComponent
 from fastmcp.utilities.versions import VersionSpec
-from mcp_server_core import ReferenceServer, ResourceSet, ToolFailure, cut_to_budget
+from mcp_server_core import ReferenceServer, ResourceSet, ToolFailure, Untrusted, cut_to_budget, one_line
 from pydantic import PrivateAttr
 
 from mcp_server_db.database import Database
@@ -131,7 +131,9 @@ class SchemaResources:
             inspector = self.db.inspector(connection)
             found = relations(self.db, inspector)
             columns = per_table(inspector.get_multi_columns, {r.schema for r in found})
-        lines = [f"{r.kind} {r.qualified} ({columns_text(columns.get((r.schema, r.name), []))})" for r in found]
+        lines = [
+            f"{r.kind} {Untrusted(r.qualified)} ({columns_text(columns.get((r.schema, r.name), []))})" for r in found
+        ]
         return cut_to_budget("\n".join(lines) or "No tables.", OVERVIEW_BYTES, "find_objects pages through the rest")
 
     def read_table(self, name: str) -> str:
@@ -197,9 +199,10 @@ class SchemaResources:
     def _table_resource(self, name: str) -> TableResource:
         resource = TableResource(
             uri=table_uri(name),
-            name=name,
-            title=f"Table {name}",
-            description=f"Definition of {name}",
+            # The table's name is the database's: resources/list shows it in its one-line form.
+            name=one_line(name),
+            title=f"Table {Untrusted(name)}",
+            description=f"Definition of {Untrusted(name)}",
             mime_type="text/plain",
         )
         resource._read_table = self.render_table

@@ -13,13 +13,27 @@ from mcp_server_core import (
     Limit,
     Rendered,
     Toolset,
+    Untrusted,
     audit_target,
     decode_cursor,
     encode_cursor,
+    one_line,
+    take_within_budget,
 )
+from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET
+from mcp_server_core.conventions.untrusted import from_one_line
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mcp_server_db.rendering import VALUE_BYTES, VALUE_CHARS, TableInfo, cell, columns_text, json_value, was_cut
+from mcp_server_db.rendering import (
+    VALUE_BYTES,
+    VALUE_CHARS,
+    TableInfo,
+    cell,
+    columns_text,
+    names_in_line,
+    page_rows,
+)
 
 if TYPE_CHECKING:
     from mcp_server_db.database import Database
@@ -31,6 +45,9 @@ Kind = Literal["schema", "table", "view", "column", "index"]
 QUERY_BYTES = 12_000
 QUERY_ROWS = 100
 """The most rows one run_query answer holds; past it (or past QUERY_BYTES) it says more follow."""
+PAGE_BYTES = DEFAULT_BUDGET - 1_000
+"""What the items of one answer of the other tools may take, as text and as JSON each: the rest of the budget is
+left to headers and notes, so a page is never cut after it is made."""
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -38,8 +55,12 @@ QUERY_ROWS = 100
 
 class DbObject(BaseModel):
     kind: str
-    name: str  # table.column for columns and indexes
+    name: str  # table.column for columns and indexes, each part in its one-line form
     info: str | None = None
+
+    def size(self) -> int:
+        """Bytes it takes in an answer: its line of text and its JSON."""
+        return 2 * json_size(self.model_dump(exclude_none=True))
 
 
 class ObjectList(Rendered):
@@ -61,33 +82,94 @@ class ObjectList(Rendered):
         return "\n".join(lines)
 
 
+def _one_lined(value: Any) -> Any:
+    """A described table's JSON with every name, type, default, check and comment in its one-line form."""
+    if isinstance(value, str):
+        return one_line(value)
+    if isinstance(value, list):
+        return [_one_lined(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _one_lined(item) for key, item in value.items()}
+    return value
+
+
+def _table_json(info: TableInfo) -> dict[str, Any]:
+    found: dict[str, Any] = _one_lined(info.model_dump(mode="json", exclude_none=True, exclude={"sample"}))
+    if info.sample is not None:
+        found["sample"] = info.sample  # values are data: as the database gave them, cut at VALUE_CHARS
+    return found
+
+
+def _table_size(info: TableInfo) -> int:
+    return json_size(info.render()) + json_size(_table_json(info))
+
+
+def _fit_table(info: TableInfo, room: int) -> TableInfo:
+    """The table with as many of its columns (and their sample values) as fit `room` bytes of text and JSON."""
+    if _table_size(info) <= room:
+        return info
+    bare = info.model_copy(update={"columns": [], "sample": [[] for _ in info.sample] if info.sample else None})
+    left = room - _table_size(bare) - 100
+    kept = 0
+    for index, column in enumerate(info.columns):
+        sample = [row[index] for row in info.sample or [] if index < len(row)]
+        left -= 2 * json_size(column.model_dump(exclude_none=True)) + 2 * json_size(sample) + 40
+        if left < 0:
+            break
+        kept = index + 1
+    kept = max(kept, 1)
+    return info.model_copy(
+        update={
+            "columns": info.columns[:kept],
+            "sample": [row[:kept] for row in info.sample] if info.sample is not None else None,
+            "more_columns": len(info.columns) - kept,
+        }
+    )
+
+
 class TableDescriptions(Rendered):
     # Plain objects in the schema: the nested models would cost tools/list 1.5 kB; the keys are TableInfo's.
     tables: list[dict[str, Any]]
+    more_tables: list[str] = Field(default_factory=list)
+    """Tables asked for that did not fit this answer: describe them in another call."""
     _described: list[TableInfo] | None = PrivateAttr(default=None)  # what `tables` was dumped from
 
     @classmethod
-    def of(cls, described: list[TableInfo]) -> TableDescriptions:
-        result = cls(tables=[t.model_dump(mode="json", exclude_none=True) for t in described])
-        result._described = described
+    def of(cls, described: list[TableInfo], budget: int = PAGE_BYTES) -> TableDescriptions:
+        """The tables that fit `budget` as text and as JSON together (the first cut to its columns that fit),
+        the rest named for another call."""
+        fitted = [_fit_table(described[0], 2 * budget)] if described else []
+        spent = _table_size(fitted[0]) if fitted else 0
+        fitted += described[1 : 1 + take_within_budget(described[1:], _table_size, 2 * budget, spent=spent)]
+        rest = [one_line(t.name) for t in described[len(fitted) :]]
+        result = cls(tables=[_table_json(t) for t in fitted], more_tables=rest)
+        result._described = fitted
         return result
 
     def render(self) -> str:
         described = self._described or [TableInfo.model_validate(t) for t in self.tables]
-        return "\n\n".join(t.render() for t in described)
+        parts = [t.render() for t in described]
+        if self.more_tables:
+            parts.append(f"(not shown, to fit the answer: {', '.join(self.more_tables)}; describe them separately)")
+        return "\n\n".join(parts)
 
 
 class QueryResult(Rendered):
     columns: list[str]
+    """In their one-line forms."""
     rows: list[list[Any]]
     truncated: bool
-    """More rows followed (`more_rows`), or a value was cut."""
+    """More rows or columns followed (`more_rows`, `more_columns`), or a value was cut."""
     more_rows: bool = False
+    more_columns: int | None = None
     _lines: list[str] | None = PrivateAttr(default=None)  # the rows as rendered, when run_query measured them
 
     def render(self) -> str:
         lines = ["\t".join(self.columns)]
         lines += self._lines if self._lines is not None else ["\t".join(cell(v) for v in row) for row in self.rows]
+        if self.more_columns:
+            total = len(self.columns) + self.more_columns
+            lines.append(f"(the first {len(self.columns):,} of {total:,} columns fit: select fewer columns)")
         # A complete result needs no footer: its rows are all there is.
         if self.more_rows:
             lines.append(f"(the first {len(self.rows)} rows; more follow: add LIMIT/OFFSET or narrow the WHERE)")
@@ -112,9 +194,13 @@ class ValueCounts(Rendered):
 class Executed(Rendered):
     rows_affected: int | None = None
     returned: list[list[Any]] = Field(default_factory=list)
+    more_returned: bool = False
+    """RETURNING gave more rows or columns than the answer shows."""
 
     def render(self) -> str:
         lines = ["\t".join(cell(v) for v in row) for row in self.returned]
+        if self.more_returned:
+            lines.append("(more rows or columns were returned than fit here)")
         lines.append(
             "Committed." + (f" {self.rows_affected} row(s) affected." if self.rows_affected is not None else "")
         )
@@ -123,9 +209,15 @@ class Executed(Rendered):
 
 class QueryPlan(Rendered):
     plan: list[str]
+    """Each line in its one-line form."""
 
     def render(self) -> str:
         return "\n".join(self.plan)
+
+
+def _within(items: list[Any], size: Callable[[Any], int]) -> list[Any]:
+    """The leading items that fit one answer as text and as JSON (each item's `size` counts both)."""
+    return items[: take_within_budget(items, size, 2 * PAGE_BYTES)]
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
@@ -166,7 +258,9 @@ def schema_toolset(db: Database) -> Toolset:
             if "schema" in wanted:
                 default = inspector.default_schema_name or "main"
                 found += [
-                    DbObject(kind="schema", name=s or default) for s in schemas if _matches(pattern, s or default)
+                    DbObject(kind="schema", name=one_line(s or default))
+                    for s in schemas
+                    if _matches(pattern, s or default)
                 ]
             # Columns and indexes of a whole schema in one catalog query each, not one per table.
             columns = per_table(inspector.get_multi_columns, schemas) if need_columns else {}
@@ -179,20 +273,21 @@ def schema_toolset(db: Database) -> Toolset:
                         info = f"({len(cols)} columns)"
                     elif detail == "full":
                         info = f"({columns_text(cols)})"
-                    found.append(DbObject(kind=rel.kind, name=rel.qualified, info=info))
+                    found.append(DbObject(kind=rel.kind, name=one_line(rel.qualified), info=info))
+                table = Untrusted(rel.qualified)
                 if "column" in wanted:
                     for c in cols:
                         if _matches(pattern, c["name"]):
-                            info = None if detail == "names" else str(c["type"])
-                            found.append(DbObject(kind="column", name=f"{rel.qualified}.{c['name']}", info=info))
+                            info = None if detail == "names" else one_line(str(c["type"]))
+                            found.append(DbObject(kind="column", name=f"{table}.{Untrusted(c['name'])}", info=info))
                 for ix in indexes.get((rel.schema, rel.name), []):
                     if ix["name"] and _matches(pattern, ix["name"]):
-                        info = None if detail == "names" else f"({', '.join(map(str, ix['column_names']))})"
-                        found.append(DbObject(kind="index", name=f"{rel.qualified}.{ix['name']}", info=info))
-        page = found[start : start + limit]
-        more = start + limit < len(found)
+                        info = None if detail == "names" else f"({names_in_line(map(str, ix['column_names']))})"
+                        found.append(DbObject(kind="index", name=f"{table}.{Untrusted(ix['name'])}", info=info))
+        page = _within(found[start : start + limit], DbObject.size)
+        end = start + len(page)
         return ObjectList(
-            objects=page, next_cursor=encode_cursor({"offset": start + limit}, scope=scope) if more else None
+            objects=page, next_cursor=encode_cursor({"offset": end}, scope=scope) if end < len(found) else None
         )
 
     @toolset.tool(title="Describe tables", read_only=True, open_world=False)
@@ -204,7 +299,7 @@ def schema_toolset(db: Database) -> Toolset:
         from mcp_server_db.catalog import describe
 
         with db.connect() as connection:
-            described = describe(db, connection, tables, sample=sample_rows)
+            described = describe(db, connection, [from_one_line(t) for t in tables], sample=sample_rows)
         return TableDescriptions.of(described)
 
     return toolset
@@ -235,28 +330,16 @@ def query_toolset(db: Database) -> Toolset:
                     result = db.stream(connection, statement, params, buffer=FETCH_ROWS, value_bytes=VALUE_BYTES)
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
-            columns = list(map(str, result.keys()))
-            rows: list[list[Any]] = []
-            lines: list[str] = []  # each row's text line, measured here and rendered as is
-            text_used = structured_used = 0
-            more = cut = False
-            for row in _rows(result, QUERY_ROWS + 1):
-                if len(rows) == QUERY_ROWS:
-                    more = True
-                    break
-                values = [json_value(v) for v in row]
-                line = "\t".join([cell(v) for v in values])
-                text_used += len(line.encode()) + 1
-                structured_used += len(json.dumps(values, default=str, ensure_ascii=False).encode()) + 1
-                if rows and (text_used > QUERY_BYTES or structured_used > QUERY_BYTES):
-                    more = True
-                    break
-                cut = cut or any(was_cut(v) for v in values)
-                rows.append(values)
-                lines.append(line)
+            page = page_rows(list(result.keys()), _rows(result, QUERY_ROWS + 1), QUERY_BYTES, QUERY_ROWS)
             result.close()
-        query_result = QueryResult(columns=columns, rows=rows, truncated=more or cut, more_rows=more)
-        query_result._lines = lines
+        query_result = QueryResult(
+            columns=page.columns,
+            rows=page.rows,
+            truncated=page.more_rows or page.cut_values or bool(page.more_columns),
+            more_rows=page.more_rows,
+            more_columns=page.more_columns or None,
+        )
+        query_result._lines = page.lines  # each row's text line, measured there and rendered as is
         return query_result
 
     return toolset
@@ -279,7 +362,7 @@ def analysis_toolset(db: Database) -> Toolset:
             db.check_calls(connection, verdict)  # planning folds constant calls and casts: it runs them too
             result = db.execute(connection, _explain_sql(db, verdict.statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
-        return QueryPlan(plan=plan)
+        return QueryPlan(plan=_within(plan, lambda line: 2 * json_size(line) + 2))
 
     @toolset.tool(title="Distinct values", read_only=True, open_world=False)
     def distinct_values(
@@ -291,12 +374,15 @@ def analysis_toolset(db: Database) -> Toolset:
         from mcp_server_db.catalog import distinct_values as catalog_distinct_values
         from mcp_server_db.catalog import require, resolve
 
+        # Names as the tools show them (one-line forms, which a model copies back) name the same objects.
+        table, column = from_one_line(table), from_one_line(column)
         with db.connect() as connection:
             inspector = db.inspector(connection)
             (rel,) = resolve(db, inspector, [table], db.schema_version(connection))
             require(column, [c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema)], noun="column")
             values, distinct, nulls = catalog_distinct_values(db, connection, rel, column, limit)
-        return ValueCounts(values=values, distinct=distinct, nulls=nulls)
+        shown = _within(values, lambda pair: json_size(cell(pair[0])) + json_size(pair) + 12)
+        return ValueCounts(values=shown, distinct=distinct, nulls=nulls)
 
     return toolset
 
@@ -319,10 +405,14 @@ def write_toolset(db: Database, *, before_write: Callable[[], None], after_write
                 result = db.execute(connection, statement, params)
             except KeyError as exc:
                 raise InvalidArgument(f"No value for placeholder {exc}.", hint="Add it to params.") from None
-            returned = [[json_value(v) for v in row] for row in result.fetchmany(100)] if result.returns_rows else []
+            returning = result.returns_rows
+            page = page_rows(list(result.keys()), result.fetchmany(100), PAGE_BYTES // 2, 100) if returning else None
             affected = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else None
         after_write()  # a CREATE or ALTER is announced now, not at the next poll
-        return Executed(rows_affected=affected, returned=returned)
+        if page is None:
+            return Executed(rows_affected=affected)
+        more = page.more_rows or bool(page.more_columns)
+        return Executed(rows_affected=affected, returned=page.rows, more_returned=more)
 
     return toolset
 

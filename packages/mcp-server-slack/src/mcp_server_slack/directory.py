@@ -24,12 +24,13 @@ from mcp_server_core import (
     RateLimited,
     Refused,
     ToolFailure,
+    Untrusted,
     did_you_mean,
     report_progress,
 )
-from mcp_server_core.conventions.untrusted import strip_invisible
 
 from mcp_server_slack.api import MissingScope, SlackApi
+from mcp_server_slack.formatting import quoted
 
 __all__ = ["Channel", "Directory", "Names", "User"]
 
@@ -59,59 +60,65 @@ def _unwrap(ref: str, link: re.Pattern[str]) -> str:
     return found.group(1) if found else text
 
 
-def _plain(value: object, limit: int = 120) -> str:
-    """A name, title or topic someone typed: invisible characters out, one line, bounded length."""
-    text = " ".join(strip_invisible(str(value or ""))[0].split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _typed(value: object) -> Untrusted:
+    """What a person typed into Slack (a name, a title, a status, a topic): kept whole, shown only in its one-line
+    form, so two different names never look alike (an invisible character stripped would make "ad\u200bmin"
+    read as "admin")."""
+    return Untrusted(value if isinstance(value, str) else None)
+
+
+_NOBODY = Untrusted("")
 
 
 @dataclass(frozen=True)
 class User:
     id: str
-    name: str
-    real_name: str = ""
-    display_name: str = ""
+    name: Untrusted
+    real_name: Untrusted = _NOBODY
+    display_name: Untrusted = _NOBODY
     email: str | None = None
-    title: str = ""
+    title: Untrusted = _NOBODY
     tz: str | None = None
     is_bot: bool = False
     is_admin: bool = False
     deleted: bool = False
-    status: str = ""
+    status: Untrusted = _NOBODY
 
     @property
-    def handle(self) -> str:
+    def handle(self) -> Untrusted:
         """What Slack shows after @: the display name, else the username."""
         return self.display_name or self.name
 
     @classmethod
     def from_api(cls, data: dict[str, Any]) -> User:
         profile = data.get("profile") or {}
-        status = _plain(" ".join(p for p in (profile.get("status_emoji"), profile.get("status_text")) if p))
+        status = " ".join(
+            p for p in (profile.get("status_emoji"), profile.get("status_text")) if isinstance(p, str) and p
+        )
         return cls(
             id=str(data["id"]),
-            name=_plain(data.get("name") or data["id"]),
-            real_name=_plain(data.get("real_name") or profile.get("real_name")),
-            display_name=_plain(profile.get("display_name")),
+            name=_typed(data.get("name") or data["id"]),
+            real_name=_typed(data.get("real_name") or profile.get("real_name")),
+            display_name=_typed(profile.get("display_name")),
             email=profile.get("email"),
-            title=_plain(profile.get("title")),
+            title=_typed(profile.get("title")),
             tz=data.get("tz"),
             is_bot=bool(data.get("is_bot")),
             is_admin=bool(data.get("is_admin")),
             deleted=bool(data.get("deleted")),
-            status=status,
+            status=Untrusted(status),
         )
 
 
 @dataclass(frozen=True)
 class Channel:
     id: str
-    name: str
+    name: Untrusted
     kind: str  # public, private, mpim, im
     is_member: bool = False
     is_archived: bool = False
-    topic: str = ""
-    purpose: str = ""
+    topic: Untrusted = _NOBODY
+    purpose: Untrusted = _NOBODY
     members: int | None = None
     peer: str | None = None  # the other user of an IM
     created: int | None = None
@@ -128,12 +135,12 @@ class Channel:
             kind = "public"
         return cls(
             id=str(data["id"]),
-            name=_plain(data.get("name") or data.get("user") or data["id"]),
+            name=_typed(data.get("name") or data.get("user") or data["id"]),
             kind=kind,
             is_member=bool(data.get("is_member", kind == "im")),
             is_archived=bool(data.get("is_archived")),
-            topic=_plain((data.get("topic") or {}).get("value"), 300),
-            purpose=_plain((data.get("purpose") or {}).get("value"), 300),
+            topic=_typed((data.get("topic") or {}).get("value")),
+            purpose=_typed((data.get("purpose") or {}).get("value")),
             members=data.get("num_members"),
             # search.messages names a DM by its peer's user ID and leaves `user` out.
             peer=data.get("user") or (data.get("name") if kind == "im" else None),
@@ -292,9 +299,9 @@ class Directory:
         users, complete = self.all_users()
         for match_on in ("name", "display_name", "real_name"):
             for user in users:
-                if getattr(user, match_on).casefold() == wanted:
+                if getattr(user, match_on).raw.casefold() == wanted:
                     return user
-        names = [u.name for u in users]
+        names = [str(u.name) for u in users]
         more = "" if complete else " Only part of a large workspace was searched; pass the user ID or email instead."
         raise NotFound(
             f"No user named {query!r}.{more}", hint=did_you_mean(wanted, names, noun="user") + " list_users searches."
@@ -358,20 +365,20 @@ class Directory:
         with self._lock:
             self._channels.expire()
             for channel in self._channels.items.values():
-                if channel.name.casefold() == name:
+                if channel.name.raw.casefold() == name:
                     found: Channel = channel
                     return found
         channels, complete = self.all_channels()
-        if complete and not any(c.name.casefold() == name for c in channels) and self._may_relist():
+        if complete and not any(c.name.raw.casefold() == name for c in channels) and self._may_relist():
             # A channel created (or renamed) since the listing: list once more rather than wait out the TTL.
             channels, complete = self.all_channels()
         for channel in channels:
-            if channel.name.casefold() == name:
+            if channel.name.raw.casefold() == name:
                 return channel
         more = "" if complete else " Only part of a large workspace was listed; pass the channel ID instead."
         raise NotFound(
             f"No channel named {ref!r} that this token can see.{more}",
-            hint=did_you_mean(name, [c.name for c in channels if c.kind != "im"], noun="channel")
+            hint=did_you_mean(name, [str(c.name) for c in channels if c.kind != "im"], noun="channel")
             + " A private channel needs the app invited.",
         )
 
@@ -438,13 +445,14 @@ class Directory:
     # --- labels ----------------------------------------------------------------------------------------------
 
     def label(self, channel: Channel, users: dict[str, User] | None = None) -> str:
-        """#general, or "DM with @alice" for an IM."""
+        """#general, or "DM with @alice" for an IM: built from one-line forms, a name quoted where it holds more
+        than a name does (so "#general (member)" cannot pass for a flag the server adds)."""
         if channel.kind == "im":
             peer = (users or {}).get(channel.peer or "") or self._cached_user(channel.peer)
-            return f"DM with @{peer.handle}" if peer else f"DM {channel.id}"
+            return f"DM with @{quoted(peer.handle)}" if peer else f"DM {Untrusted(channel.id)}"
         if channel.kind == "mpim":
-            return f"group DM {channel.name}"
-        return f"#{channel.name}"
+            return f"group DM {quoted(channel.name)}"
+        return f"#{quoted(channel.name)}"
 
     def _cached_user(self, user_id: str | None) -> User | None:
         with self._lock:

@@ -11,12 +11,13 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 
-from mcp_server_core import InvalidArgument
+from mcp_server_core import InvalidArgument, Untrusted
 
 __all__ = [
     "BROADCAST",
     "mentioned_ids",
     "parse_time",
+    "quoted",
     "render_mrkdwn",
     "ts_to_iso",
 ]
@@ -38,6 +39,19 @@ _TS = re.compile(r"^\d{9,11}(?:\.\d{1,6})?$")
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 Resolve = Callable[[str], str | None]
+
+_NAME_CHARS = frozenset(" .-_'")
+
+
+def quoted(value: Untrusted | str) -> str:
+    """A name as the server's text shows it: its one-line form, in double quotes (inner ones escaped) unless it
+    holds only letters, digits, spaces and . - _ '. Standing is what the server says beside a name ("(bot)",
+    "[admin]"): a display name "octocat (owner); verified by the server" shows as the name it is, quotes and all.
+    A `str` is taken to be a one-line form already (a record's field)."""
+    shown = str(value)
+    if shown and all(char.isalnum() or char in _NAME_CHARS for char in shown):
+        return shown
+    return '"' + shown.replace('"', '\\"') + '"'
 
 
 def ts_to_iso(ts: str | float | None) -> str | None:

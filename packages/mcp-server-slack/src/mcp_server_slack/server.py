@@ -14,6 +14,7 @@ from mcp_server_core.conventions.untrusted import fence
 from mcp_server_slack import __version__
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import Channel, Directory
+from mcp_server_slack.formatting import quoted
 from mcp_server_slack.settings import SlackSettings
 
 __all__ = ["SPEC", "SlackServer", "add_arguments", "build_server"]
@@ -119,7 +120,7 @@ def _add_directory_resources(server: ReferenceServer, directory: Directory) -> N
         lines = [
             f"{c.id} {directory.label(c)} ({c.kind}{', member' if c.is_member else ''}"
             f"{', archived' if c.is_archived else ''})"
-            for c in sorted(channels, key=lambda c: (c.kind == "im", c.name.casefold()))
+            for c in sorted(channels, key=lambda c: (c.kind == "im", c.name.raw.casefold()))
         ]
         if not complete:
             lines.append(f"(first {len(channels):,} channels of a large workspace; read again for more)")
@@ -128,8 +129,10 @@ def _add_directory_resources(server: ReferenceServer, directory: Directory) -> N
     def users_text() -> str:
         users, complete = directory.all_users()
         lines = [
-            f"{u.id} @{u.handle}" + (f" · {u.real_name}" if u.real_name else "") + (" [bot]" if u.is_bot else "")
-            for u in sorted(users, key=lambda u: u.handle.casefold())
+            f"{u.id} @{quoted(u.handle)}"
+            + (f" · {quoted(u.real_name)}" if u.real_name else "")
+            + (" [bot]" if u.is_bot else "")
+            for u in sorted(users, key=lambda u: u.handle.raw.casefold())
             if not u.deleted
         ]
         if not complete:

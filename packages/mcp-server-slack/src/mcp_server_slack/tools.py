@@ -20,13 +20,13 @@ from mcp_server_core import (
     report_progress,
 )
 from mcp_server_core.conventions.tools import unadvertised
-from mcp_server_core.conventions.untrusted import fence
+from mcp_server_core.conventions.untrusted import Untrusted, fence, one_line
 from pydantic import Field
 
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import CHANNEL_ID, USER_ID, Channel, Directory, User
-from mcp_server_slack.formatting import parse_time, ts_to_iso
-from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, to_records
+from mcp_server_slack.formatting import parse_time, quoted, ts_to_iso
+from mcp_server_slack.messages import TEXT_BUDGET, MessagePage, fit, fit_items, to_records
 from mcp_server_slack.posting import MentionPolicy, to_mrkdwn
 
 __all__ = ["WritePolicy", "read_toolset", "write_toolset"]
@@ -66,14 +66,21 @@ def _channel_dict(channel: Channel, directory: Directory) -> dict[str, Any]:
         "kind": channel.kind,
         "is_member": channel.is_member,
     }
-    for key in ("is_archived", "members", "topic", "purpose"):
+    for key in ("is_archived", "members"):
         value = getattr(channel, key)
-        if value not in (None, "", False):
+        if value not in (None, False):
             found[key] = value
+    for key in ("topic", "purpose"):  # someone's words: the record holds their one-line form
+        if getattr(channel, key):
+            found[key] = str(getattr(channel, key))
     if channel.created:
         found["created"] = ts_to_iso(channel.created)
     return found
 
+
+LISTING_BYTES = 15_000
+"""Text one page of channels or people takes (and as much again for its records): the default budget less
+room for the notes and the cursor."""
 
 DETAIL_UP_TO = 5
 """A listing this short is a lookup: it shows each channel's topic and purpose too."""
@@ -106,20 +113,27 @@ class ChannelList(Rendered):
 
 
 def _user_dict(user: User, *, full: bool = False) -> dict[str, Any]:
-    found: dict[str, Any] = {"id": user.id, "handle": user.handle, "name": user.name}
+    """A person's record: what they typed about themselves (names, title, status) in its one-line form."""
+    found: dict[str, Any] = {"id": user.id, "handle": str(user.handle), "name": str(user.name)}
     keys = ["real_name", "title", "email", "is_bot", "deleted"]
     if full:
         keys += ["display_name", "tz", "is_admin", "status"]
     for key in keys:
         value = getattr(user, key)
-        if value not in (None, "", False):
+        if isinstance(value, Untrusted | str):
+            if value:
+                found[key] = str(value) if isinstance(value, Untrusted) else one_line(value)
+        elif value not in (None, False):
             found[key] = value
     return found
 
 
 def _user_line(u: dict[str, Any]) -> str:
-    parts = [u["id"], f"@{u['handle']}"]
-    parts += [str(u[key]) for key in ("real_name", "title", "email", "tz", "status") if u.get(key)]
+    # Names are quoted where they hold more than a name does: "[admin]" or "(owner)" in a title is not the
+    # server's flag.
+    parts = [u["id"], f"@{quoted(u['handle'])}"]
+    parts += [quoted(u[key]) for key in ("real_name", "title", "status") if u.get(key)]
+    parts += [str(u[key]) for key in ("email", "tz") if u.get(key)]
     flags = (("is_bot", "[bot]"), ("is_admin", "[admin]"), ("deleted", "[deactivated]"))
     parts += [label for key, label in flags if u.get(key)]
     return " · ".join(parts)
@@ -132,7 +146,7 @@ def _matching(users: list[User], query: str | None) -> list[User]:
     return [
         u
         for u in users
-        if any(wanted in (v or "").casefold() for v in (u.id, u.name, u.real_name, u.display_name, u.email))
+        if any(wanted in (v or "").casefold() for v in (u.id, u.name.raw, u.real_name.raw, u.display_name.raw, u.email))
     ]
 
 
@@ -243,18 +257,17 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             directory.users(c.peer for c in channels if c.peer)
 
         def matches(c: Channel) -> bool:
-            return wanted is None or wanted in c.name.casefold() or wanted in directory.label(c).casefold()
+            return wanted is None or wanted in c.name.raw.casefold() or wanted in directory.label(c).casefold()
 
         chosen = [c for c in channels if (c.is_member or not member_only) and matches(c)]
-        chosen.sort(key=lambda c: (c.is_archived, c.kind == "im", c.name.casefold()))
+        chosen.sort(key=lambda c: (c.is_archived, c.kind == "im", c.name.raw.casefold()))
         page = chosen[offset : offset + limit]
         if any(c.kind == "im" for c in page):
             directory.users(c.peer for c in page if c.peer)  # one batch, so DMs read "DM with @alice"
         _note(_partial(complete, "channels", len(channels)))
-        return ChannelList(
-            channels=[_channel_dict(c, directory) for c in page],
-            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        )
+        found = [_channel_dict(c, directory) for c in page]
+        found = found[: fit_items(found, _channel_line, LISTING_BYTES)]
+        return ChannelList(channels=found, next_cursor=_next_offset(offset, len(found), len(chosen), scope))
 
     @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
     def read_messages(
@@ -329,31 +342,34 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         if exact is not None:
             return UserList(users=[_user_dict(exact, full=True)])
         users, complete = directory.all_users()
-        chosen = sorted(_matching(users, query), key=lambda u: (u.deleted, u.is_bot, u.handle.casefold()))
-        page = chosen[offset : offset + limit]
+        chosen = sorted(_matching(users, query), key=lambda u: (u.deleted, u.is_bot, u.handle.raw.casefold()))
+        page = [_user_dict(u, full=len(chosen) == 1) for u in chosen[offset : offset + limit]]
+        page = page[: fit_items(page, _user_line, LISTING_BYTES)]
         _note(_partial(complete, "users", len(users)))
-        return UserList(
-            users=[_user_dict(u, full=len(chosen) == 1) for u in page],
-            next_cursor=_next_offset(offset, len(page), len(chosen), scope),
-        )
+        return UserList(users=page, next_cursor=_next_offset(offset, len(page), len(chosen), scope))
 
     def _members(directory: Directory, channel: str, query: str | None, limit: int, cursor: str | None) -> UserList:
         found = directory.find_channel(channel)
         scope = json.dumps([query, found.id])
-        slack_cursor = decode_cursor(cursor, scope=scope)["c"] if cursor else None
+        position = decode_cursor(cursor, scope=scope) if cursor else {}
+        slack_cursor, skip = position.get("c"), int(position.get("s", 0))
         data = api.call("conversations.members", channel=found.id, limit=limit, cursor=slack_cursor)
         ids = [str(i) for i in data.get("members") or []]
         users = directory.users(ids, lookups=limit)
         known = [users[i] for i in ids if i in users]
         members = [_user_dict(u) for u in _matching(known, query)]
         if not query:
-            members += [{"id": i, "handle": i, "name": i} for i in ids if i not in users]
+            members += [{"id": one_line(i), "handle": one_line(i), "name": one_line(i)} for i in ids if i not in users]
         next_slack = (data.get("response_metadata") or {}).get("next_cursor") or None
+        members = members[skip:]
+        shown = fit_items(members, _user_line, LISTING_BYTES)
+        # A Slack page that does not fit one answer is read again from where this one stopped.
+        after = {"c": slack_cursor, "s": skip + shown} if shown < len(members) else {"c": next_slack}
         _note(f"Members of {directory.label(found)} ({found.id}).")
         _note(users.unnamed_because)
         return UserList(
-            users=members,
-            next_cursor=encode_cursor({"c": next_slack}, scope=scope) if next_slack else None,
+            users=members[:shown],
+            next_cursor=encode_cursor(after, scope=scope) if after["c"] or "s" in after else None,
         )
 
     @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)

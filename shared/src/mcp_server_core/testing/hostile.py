@@ -17,7 +17,7 @@ import asyncio
 import json
 import re
 import unicodedata
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "FORGED",
     "HOSTILE_BODIES",
     "HOSTILE_NAMES",
+    "assert_every_tool_holds",
     "assert_fenced",
     "assert_ping_answered_during",
     "assert_within_budget",
@@ -136,8 +137,9 @@ def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
-    """`call` (a tool call on `client`, a fastmcp `Client`) runs while `ping` is sent three times; each answer
-    comes within `within` seconds, so a call cannot stall the server. The call's result is returned."""
+    """`call` (a tool call on `client`, a fastmcp `Client` opened with `mode="legacy"`: ping is a handshake-era
+    request) runs while `ping` is sent three times; each answer comes within `within` seconds, so a call cannot
+    stall the server. The call's result is returned."""
     task = asyncio.ensure_future(call)
     try:
         for _ in range(3):
@@ -149,3 +151,31 @@ async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, with
     finally:
         if not task.done():
             task.cancel()
+
+
+async def assert_every_tool_holds(
+    client: Any,
+    calls: Mapping[str, Iterable[dict[str, Any]]],
+    budgets: Mapping[str, int],
+    fixtures: Iterable[str] = (),
+    *,
+    check_structure: bool = True,
+) -> None:
+    """The three checks on every call in `calls` (tool name -> the argument sets to call it with), over a
+    handshake-era fastmcp `Client` (ping is a handshake-era request). `calls` must name exactly the tools
+    tools/list offers, so a new tool without a hostile case fails; `budgets` gives each tool's text budget (its
+    `ToolDefinition.budget`). Every call must succeed; its structured content must hold no raw bidi or invisible
+    character either (JSON escapes the control characters, not those), unless `check_structure` is off for a
+    server whose structure carries values as data (a query's cells), which then checks its names itself."""
+    shown = list(fixtures)
+    offered = {tool.name for tool in await client.list_tools()}
+    assert offered == set(calls), f"tools without hostile calls: {sorted(offered - set(calls))}"
+    for name, argument_sets in calls.items():
+        for arguments in argument_sets:
+            result = await assert_ping_answered_during(client, client.call_tool_mcp(name, arguments))
+            text = "\n".join(getattr(block, "text", "") for block in result.content)
+            assert not result.is_error, f"{name}({arguments}) failed: {text[:300]}"
+            assert_within_budget(result, budgets[name])
+            assert_fenced(text, shown)
+            if check_structure:
+                assert_fenced(json.dumps(result.structured_content or {}, ensure_ascii=False))
