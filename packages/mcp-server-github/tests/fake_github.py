@@ -148,6 +148,8 @@ class Commit:
     files: dict[str, bytes]
     parents: list[str]
     date: str = NOW
+    name: str | None = None
+    """The author's name as git records it (anyone can set it to anything); by default the login, titled."""
 
 
 @dataclass
@@ -170,6 +172,11 @@ class Repo:
     runs: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     writable: bool = True
+    # The head commit's statuses (context, state, description) and check runs (name, status, conclusion).
+    statuses: list[tuple[str, str, str | None]] = field(default_factory=lambda: [("ci/lint", "success", "Lint passed")])
+    check_runs: list[tuple[str, str, str | None]] = field(
+        default_factory=lambda: [("test (3.11)", "completed", "failure"), ("build", "in_progress", None)]
+    )
 
     @property
     def full_name(self) -> str:
@@ -231,6 +238,7 @@ class FakeGitHub:
         self.moved: dict[str, int] = {}  # a renamed or transferred repository's old name -> its id
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
+        self.written: list[tuple[str, int, int]] = []  # (path, bytes of the body written, of its length)
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -907,7 +915,11 @@ class FakeGitHub:
             "node_id": f"C_{commit.sha[:10]}",
             "url": f"{api}/git/commits/{commit.sha}",
             "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
-            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date},
+            "author": {
+                "name": commit.name or commit.author.title(),
+                "email": f"{commit.author}@example.com",
+                "date": commit.date,
+            },
             "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
             "tree": {"sha": (tree := self.tree_of(commit)), "url": f"{api}/git/trees/{tree}"},
             "message": commit.message,
@@ -1382,24 +1394,28 @@ def _status(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
     repo = _get_repo(fake, m)
     sha = fake.resolve(repo, m["ref"])
     api = f"{API}/repos/{repo.full_name}"
+    statuses = [
+        {
+            "id": 61 + n,
+            "node_id": f"SC_{61 + n}",
+            "url": f"{api}/statuses/{sha}",
+            "avatar_url": None,
+            "context": context,
+            "state": state,
+            "description": description,
+            "target_url": "https://ci.example.com/1",
+            "created_at": NOW,
+            "updated_at": NOW,
+        }
+        for n, (context, state, description) in enumerate(repo.statuses)
+    ]
+    states = {s["state"] for s in statuses}
+    overall = "failure" if states & {"failure", "error"} else "pending" if "pending" in states else "success"
     return {
-        "state": "success",
+        "state": overall,
         "sha": sha,
-        "total_count": 1,
-        "statuses": [
-            {
-                "id": 61,
-                "node_id": "SC_61",
-                "url": f"{api}/statuses/{sha}",
-                "avatar_url": None,
-                "context": "ci/lint",
-                "state": "success",
-                "description": "Lint passed",
-                "target_url": "https://ci.example.com/1",
-                "created_at": NOW,
-                "updated_at": NOW,
-            }
-        ],
+        "total_count": len(statuses),
+        "statuses": statuses,
         "repository": fake.repo_json(repo),
         "commit_url": f"{api}/commits/{sha}",
         "url": f"{api}/commits/{sha}/status",
@@ -1438,13 +1454,8 @@ def _checks(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
             "pull_requests": [],
         }
 
-    return {
-        "total_count": 2,
-        "check_runs": [
-            check_run(1, "test (3.11)", "completed", "failure"),
-            check_run(2, "build", "in_progress", None),
-        ],
-    }
+    runs = [check_run(n, *run) for n, run in enumerate(repo.check_runs, 1)]
+    return {"total_count": len(runs), "check_runs": runs}
 
 
 @route("GET", R + r"/issues")
@@ -1920,7 +1931,14 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                # In pieces, counted: a client that stops reading (it has what it shows) is seen to have stopped.
+                written = 0
+                try:
+                    for start in range(0, len(data), 256 * 1024):
+                        self.wfile.write(data[start : start + 256 * 1024])
+                        written += len(data[start : start + 256 * 1024])
+                finally:
+                    fake.written.append((urlsplit(self.path).path, written, len(data)))
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client stopped waiting (its timeout): nobody to answer
 
