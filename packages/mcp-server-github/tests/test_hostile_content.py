@@ -7,12 +7,15 @@ Tools come from tools/list with every toolset on, so a tool added without a host
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fake_github import FakeGitHub, Repo, blob_sha, server_for, settings_for, text_of
 from fastmcp import Client
+from mcp_server_core.budget import CUT_MARK
 from mcp_server_core.testing.hostile import (
     FORGED,
     HOSTILE_BODIES,
@@ -38,6 +41,10 @@ TAG = HOSTILE_NAMES["fence"]
 HUGE = 50 * 2**20
 # Paths git allows for each hostile name (no NUL; a '/' makes directories, as in the comment path).
 FILES = {name: f"hostile needle {n}\n".encode() for n, name in enumerate(NAMES)}
+# Enough long names that no list fits one answer (GitHub allows 255-byte branch names and 4 KB paths): each tool
+# must page them itself, text and structure alike, and never leave it to the helpers' last-resort trim.
+LONG = [f"{n:03d} {HOSTILE_NAMES['invisible'] * 30}" for n in range(400)]
+BACKSTOP_CUT = re.compile(r"^\[cut at [\d,]+ of [\d,]+ bytes; ", re.MULTILINE)
 
 
 def plant(fake: FakeGitHub) -> Repo:
@@ -46,7 +53,8 @@ def plant(fake: FakeGitHub) -> Repo:
     repo = fake.repos[REPO]
     repo.branches["before-hostile"] = repo.branches["main"]
     main = fake.commits[repo.branches["main"]].files
-    fake.commit(repo, "main", "Add the hostile files", {**main, **FILES})
+    bulk = {f"deep/{name}.txt": b"needle\n" for name in LONG}
+    fake.commit(repo, "main", "Add the hostile files", {**main, **FILES, **bulk})
     files = fake.commits[repo.branches["main"]].files
     fake.commit(repo, "main", HOSTILE_BODIES["backticks"], {**files, "README.md": b"changed\n"}, author="stranger")
     fake.commits[repo.branches["main"]].name = STANDING  # a git author name, no GitHub account behind it
@@ -73,8 +81,11 @@ def plant(fake: FakeGitHub) -> Repo:
     repo.releases.insert(
         0, fake.release(repo, 9, TAG, HOSTILE_NAMES["newline"], HOSTILE_BODIES["backticks"], prerelease=True)
     )
-    repo.statuses = [(name, "failure", name) for name in NAMES]
-    repo.check_runs = [(name, "completed", "failure") for name in NAMES]
+    for name in LONG[:150]:
+        repo.branches[name] = repo.branches["main"]
+        repo.tags[name] = repo.branches["main"]
+    repo.statuses = [(name, "failure", name) for name in NAMES + LONG[:100]]
+    repo.check_runs = [(name, "completed", "failure") for name in NAMES + LONG[:100]]
     for run in repo.runs:
         run.update(name=HOSTILE_NAMES["bidi"], display_title=HOSTILE_NAMES["fence"], head_branch=BRANCH)
     repo.jobs[700][0]["name"] = HOSTILE_NAMES["newline"]
@@ -171,6 +182,9 @@ async def test_a_tool_over_hostile_records_is_bounded_fenced_and_responsive(
         result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
     assert_within_budget(result, budgets(hostile)[tool])
     assert_fenced(text_of(result), FIXTURES)
+    # Within the budget by the tool's own paging: the helpers' backstop (a cut text, a trimmed structure) never acts.
+    assert not BACKSTOP_CUT.search(text_of(result)), text_of(result)[-300:]
+    assert CUT_MARK not in json.dumps(result.structured_content, ensure_ascii=False)
     # The structured content carries names in their one-line form too: no raw newline, bidi or invisible mark.
     for value in _strings(result.structured_content):
         assert not set(value) & set("\u202e\u200b\u2028\x1b\r"), value[:200]
@@ -211,14 +225,18 @@ async def test_a_commit_author_name_reads_as_only_a_name(hostile: FakeGitHub) ->
         ("list_branches", {"repo": REPO}, "name"),
         ("list_tags", {"repo": REPO}, "name"),
         ("search_code", {"query": f"needle repo:{REPO}"}, "path"),
-        ("get_commit", {"repo": REPO, "sha": "before-hostile"}, "path"),
+        ("get_commit", {"repo": REPO, "sha": "main"}, "path"),
     ],
 )
 async def test_structured_names_are_their_one_line_forms(
-    hostile: FakeGitHub, tool: str, arguments: dict[str, Any], key: str
+    fake: FakeGitHub, tool: str, arguments: dict[str, Any], key: str
 ) -> None:
-    hostile.commit(hostile.repos[REPO], "before-hostile", "Names", {**FILES})
-    async with Client(server_for(hostile)) as client:
+    repo = fake.repos[REPO]
+    repo.branches["before-hostile"] = repo.branches["main"]
+    fake.commit(repo, "main", "Names", {**fake.commits[repo.branches["main"]].files, **FILES})
+    for name in NAMES:
+        repo.branches[name] = repo.tags[name] = repo.branches["main"]
+    async with Client(server_for(fake)) as client:
         result = await client.call_tool(tool, arguments)
     content = result.structured_content
     shown = {entry[key] for entry in content.get("items") or content.get("parts") or []}

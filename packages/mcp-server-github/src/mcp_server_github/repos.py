@@ -280,8 +280,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         of = f"{window.total}" if window.total is not None else f"more than {shown_end}"
         head = f"{where} lines {start_line}-{shown_end} of {of} (sha {Untrusted(sha.raw[:7])})"
-        if window.cut_line:
-            head += f"; line {shown_end} is {window.cut_line:,} bytes, cut to its first {FILE_BYTES:,}"
+        if window.cut:
+            shown_bytes = len(window.lines[-1].encode())
+            head += f"; line {shown_end} is longer than this answer: its first {shown_bytes:,} bytes"
         tail = f"\n[more: start_line={shown_end + 1}]" if window.more else ""
         result._text = (
             head
@@ -706,42 +707,39 @@ class _Window:
     """Lines follow the window (within the range asked for)."""
     total: int | None = None
     """The file's line count, when it was read to its end."""
-    cut_line: int = 0
-    """The bytes of the window's only line, when that line alone is over the room and was cut."""
+    cut: bool = False
+    """The window is one line longer than the whole room, shown up to there (the rest of it is not read)."""
     binary: bool = False
 
 
 def _window(chunks: Iterable[bytes], start_line: int, end_line: int | None, room: int) -> _Window:
     """Lines `start_line`..`end_line` of the file whose bytes come in `chunks`, within `room` bytes of JSON.
 
-    Reading stops at the first line past the window: a line is held only while it is in the window, and only
-    its first `room` bytes, so neither a huge file nor a huge line is ever held whole.
+    Reading stops as soon as the window is full: a line is held only while it is in the window, and never more
+    than `room` bytes of it, so neither a huge file nor a huge line is read or held whole.
     """
     window = _Window()
     last = end_line or sys.maxsize
-    number, used, held, length = 1, 0, bytearray(), 0
-    first = True
+    number, used, held = 1, 0, bytearray()
+    first, partial = True, False  # partial: bytes of a line whose end has not come yet
 
-    def close_line() -> bool:
-        """Takes the line just read into the window; False when the window is full."""
+    def full() -> bool:
+        """Takes the line held into the window; True when the window can take no more."""
         nonlocal used
-        if not start_line <= number <= last:
-            return True
         text = bytes(held).decode(errors="replace")
         size = json_size(text)
         if window.lines and used + size > room:
             window.more = True
-            return False
+            return True
         if size > room:  # one line longer than the whole room: its head
             while json_size(text) > room:
                 text = text[: max(len(text) * room // json_size(text) - 1, 0)]
-            window.cut_line = length
             window.lines.append(text)
-            window.more = True
-            return False
+            window.more = window.cut = True
+            return True
         window.lines.append(text)
         used += size
-        return True
+        return False
 
     for chunk in chunks:
         if first:
@@ -753,20 +751,23 @@ def _window(chunks: Iterable[bytes], start_line: int, end_line: int | None, room
         while position < len(chunk):
             newline = chunk.find(b"\n", position)
             end = len(chunk) if newline < 0 else newline + 1
-            if start_line <= number <= last and len(held) < room:
-                held += chunk[position : min(end, position + room - len(held))]
-            length += end - position
+            shown = start_line <= number <= last
+            if shown:
+                held += chunk[position : min(end, position + room + 1 - len(held))]
+                if len(held) > room and full():  # over the room whatever its end holds: stop reading here
+                    return window
             position = end
-            if newline < 0:
+            partial = newline < 0
+            if partial:
                 break
-            if not close_line():
+            if shown and full():
                 return window
             number += 1
-            held, length = bytearray(), 0
+            held.clear()
             if number > last:
                 return window
-    if length:  # a last line without a newline
-        if not close_line():
+    if partial:  # a last line without a newline
+        if start_line <= number <= last and full():
             return window
         number += 1
     window.total = number - 1
