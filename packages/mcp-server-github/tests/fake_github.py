@@ -742,7 +742,7 @@ class FakeGitHub:
             path = f"/repos/{repo.full_name}{by_id[2]}"
             self._local.routed = path
         for verb, pattern, route in ROUTES:
-            match = re.fullmatch(pattern, path)
+            match = re.fullmatch(pattern, path, re.DOTALL)  # git allows a newline in a path or a branch
             if match and verb == method:
                 result = route(self, match, query, body, headers)
                 if isinstance(result, tuple):

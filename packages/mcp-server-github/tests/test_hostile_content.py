@@ -140,6 +140,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("list_releases", {"repo": REPO}),
     ("create_or_update_file", {"repo": REPO, "path": TAG, "content": FORGED, "message": TAG, "branch": "main"}),
     ("delete_file", {"repo": REPO, "path": BRANCH, "message": TAG, "sha": blob_sha(FILES[BRANCH])}),
+    # GitHub's 409 names the path it was given: the error repeats it in its one-line form only.
+    ("delete_file", {"repo": REPO, "path": COMMENT_PATH, "message": TAG, "sha": "0" * 40}),
     ("push_files", {"repo": REPO, "branch": "main", "message": TAG, "files": [{"path": TAG, "content": FORGED}]}),
     ("create_branch", {"repo": REPO, "branch": f"{TAG} 2", "from_ref": BRANCH}),
     ("fork_repository", {"repo": REPO, "name": "widgets-fork"}),

@@ -39,6 +39,7 @@ from mcp_server_core import (
     upstream_span,
 )
 from mcp_server_core.audit import audit_target
+from mcp_server_core.untrusted import one_line
 
 from mcp_server_github.allowlist import AllowList
 from mcp_server_github.settings import GitHubSettings
@@ -509,7 +510,8 @@ def _next_query(link: str) -> dict[str, str] | None:
 def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> ToolFailure:
     """The family's failure type for one of GitHub's error responses, saying what to try instead."""
     body = data if isinstance(data, dict) else {}
-    message = str(body.get("message") or f"HTTP {status}").rstrip(".")
+    # GitHub's message can repeat what was asked (a ref, a path, a title): its one-line form, never lines of its own.
+    message = one_line(str(body.get("message") or f"HTTP {status}"), 300).rstrip(".")
     details = _error_details(body)
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     wait = rate_limit_wait(lowered) if status in (403, 429) else None
@@ -570,7 +572,7 @@ def _error_details(body: Mapping[str, Any]) -> str:
             text = error.get("message") or " ".join(
                 str(error[k]) for k in ("resource", "field", "code") if error.get(k) is not None
             )
-            parts.append(str(text))
+            parts.append(one_line(str(text)))
         else:
-            parts.append(str(error))
+            parts.append(one_line(str(error)))
     return " (" + "; ".join(parts) + ")"
