@@ -284,3 +284,34 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for member in value:
             yield from _strings(member)
+
+
+async def test_more_checks_than_fit_show_the_failing_first_and_count_them_all(hostile: FakeGitHub) -> None:
+    async with Client(server_for(hostile)) as client:
+        result = await client.call_tool("get_pull_request_status", {"repo": REPO, "number": 47})
+    item, parts = result.structured_content["item"], result.structured_content["parts"]
+    assert item["total"] == item["failing"] == 2 * (len(NAMES) + 100)
+    lines = text_of(result).split("\n")
+    assert len(lines) == len(parts) + 2  # the head, a line per check shown, the count of the rest
+    assert lines[-1] == f"({item['total'] - len(parts)} more checks not shown; the counts above include them)"
+
+
+async def test_a_long_tree_pages_text_and_structure_together(hostile: FakeGitHub) -> None:
+    arguments: dict[str, Any] = {"repo": REPO, "limit": 1000}
+    seen: list[str] = []
+    async with Client(server_for(hostile)) as client:
+        while True:
+            result = await client.call_tool_mcp("get_repository_tree", arguments)
+            assert_within_budget(result, budgets(hostile)["get_repository_tree"])
+            page = [entry["path"] for entry in result.structured_content["items"]]
+            listed = text_of(result).split("\n")
+            assert (
+                listed[listed.index(next(line for line in listed if line.startswith("```"))) + 1].rstrip("/") == page[0]
+            )
+            assert len(page) < 1000
+            seen += page
+            if "next_cursor" not in result.structured_content:
+                break
+            arguments["cursor"] = result.structured_content["next_cursor"]
+    total = int(text_of(result).split(" ", 1)[0])
+    assert len(seen) == len(set(seen)) == total

@@ -335,7 +335,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         )
         parts = [review_text(r, where) for r in reviews]
         if left_out:
-            parts.append(f"({left_out} older reviews not shown: their text would not fit this answer)")
+            parts.append(f"({left_out} later reviews not shown: their text would not fit this answer)")
         parts += [line_comment_text(c, where) for c in page.items]
         return Item(
             item={"reviews": [review_shape(r) for r in reviews]},
@@ -367,7 +367,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         shown = fitting((cost(check_line(p) + "\n", p) for p in ordered), ROOM - cost(lines[0], item))
         lines += [check_line(p) for p in ordered[:shown]]
         if shown < len(ordered):
-            lines.append(f"({len(ordered) - shown} more passing or pending checks not shown)")
+            lines.append(f"({len(ordered) - shown} more checks not shown; the counts above include them)")
         return Item(item=item, parts=ordered[:shown]).with_text("\n".join(lines))
 
     @toolset.tool(title="Create pull request", read_only=False, open_world=True)
