@@ -193,6 +193,7 @@ async def test_a_tool_over_hostile_records_is_bounded_fenced_and_responsive(
 
 
 async def test_a_review_comment_path_cannot_close_its_label(hostile: FakeGitHub) -> None:
+    hostile.repos[REPO].reviews[47] = []  # the line comments on the first page
     async with Client(server_for(hostile)) as client:
         result = await client.call_tool("get_pull_request_reviews", {"repo": REPO, "number": 47})
     text = text_of(result)
@@ -315,3 +316,27 @@ async def test_a_long_tree_pages_text_and_structure_together(hostile: FakeGitHub
             arguments["cursor"] = result.structured_content["next_cursor"]
     total = int(text_of(result).split(" ", 1)[0])
     assert len(seen) == len(set(seen)) == total
+
+
+async def test_many_long_reviews_page_before_the_line_comments(hostile: FakeGitHub) -> None:
+    repo = hostile.repos[REPO]
+    head = repo.branches[BRANCH]
+    repo.reviews[47] += [
+        hostile.review(repo, 47, 300 + n, "mallory", "NONE", "COMMENTED", f"review {n} " + "`" * 2_990, head)
+        for n in range(30)
+    ]
+    arguments: dict[str, Any] = {"repo": REPO, "number": 47, "limit": 100}
+    reviews: list[int] = []
+    comments: list[int] = []
+    async with Client(server_for(hostile)) as client:
+        while True:
+            result = await client.call_tool_mcp("get_pull_request_reviews", arguments)
+            assert_within_budget(result, budgets(hostile)["get_pull_request_reviews"])
+            assert not BACKSTOP_CUT.search(text_of(result))
+            reviews += [r["id"] for r in result.structured_content["item"]["reviews"]]
+            comments += [c["id"] for c in result.structured_content["parts"]]
+            if "next_cursor" not in result.structured_content:
+                break
+            arguments["cursor"] = result.structured_content["next_cursor"]
+    assert reviews == [r["id"] for r in repo.reviews[47]]
+    assert comments == [c["id"] for c in repo.review_comments[47]]

@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, TypedDict
 
-from mcp_server_core import Conflict, Cursor, InvalidArgument, Limit, Toolset, Untrusted
+from mcp_server_core import (
+    Conflict,
+    Cursor,
+    InvalidArgument,
+    Limit,
+    Toolset,
+    Untrusted,
+    decode_cursor,
+    encode_cursor,
+)
 from pydantic import BaseModel, Field
 
-from mcp_server_github.client import GitHubApi, required
+from mcp_server_github.client import PER_PAGE_MAX, GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.shapes import (
@@ -175,6 +184,10 @@ def review_text(r: dict[str, Any], where: str) -> str:
     )
 
 
+def review_cost(r: Any, where: str) -> int:
+    return cost(review_text(r, where) + "\n", review_shape(r)) if isinstance(r, dict) else 100
+
+
 def line_comment_shape(c: dict[str, Any]) -> LineComment:
     return compact(
         LineComment(
@@ -316,31 +329,48 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
     ) -> Item:
         """Use to read a pull request's reviews and its comments on lines of code."""
         where = f"{repo}#{number}"
+        # Two lists read one after the other, the reviews first: the cursor says which one it pages, and where.
+        phase, inner = "reviews", None
+        if cursor:
+            position = decode_cursor(cursor, scope=where)
+            phase, inner = str(position.get("phase")), position.get("inner")
         reviews: list[dict[str, Any]] = []
-        if not cursor:
-            reviews = api.get(f"/repos/{repo}/pulls/{number}/reviews", params={"per_page": 100}, what=where) or []
-        # The reviews come on the first page only, within half the room; the line comments page in the rest.
-        review_costs = [cost(review_text(r, where) + "\n", review_shape(r)) for r in reviews]
-        shown_reviews = fitting(review_costs, ROOM // 2) if reviews else 0
-        left_out = len(reviews) - shown_reviews
-        reviews = reviews[:shown_reviews]
-        page = api.page(
-            f"/repos/{repo}/pulls/{number}/comments",
-            limit=limit,
-            cursor=cursor,
-            scope="",
-            what=f"comments of {where}",
-            weight=lambda c: cost(line_comment_text(c, where) + "\n", line_comment_shape(c)),
-            budget=ROOM - sum(review_costs[:shown_reviews]),
-        )
-        parts = [review_text(r, where) for r in reviews]
-        if left_out:
-            parts.append(f"({left_out} later reviews not shown: their text would not fit this answer)")
-        parts += [line_comment_text(c, where) for c in page.items]
+        comments: list[dict[str, Any]] = []
+        next_cursor = None
+        left = ROOM
+        if phase == "reviews":
+            review_page = api.page(
+                f"/repos/{repo}/pulls/{number}/reviews",
+                limit=PER_PAGE_MAX,
+                cursor=inner,
+                scope="",
+                what=where,
+                weight=lambda r: review_cost(r, where),
+                budget=ROOM // 2,
+            )
+            reviews = review_page.items
+            left -= sum(review_cost(r, where) for r in reviews)
+            if review_page.next_cursor:
+                next_cursor = encode_cursor({"phase": "reviews", "inner": review_page.next_cursor}, scope=where)
+            phase, inner = "comments", None
+        if next_cursor is None and phase == "comments":
+            page = api.page(
+                f"/repos/{repo}/pulls/{number}/comments",
+                limit=limit,
+                cursor=inner,
+                scope="",
+                what=f"comments of {where}",
+                weight=lambda c: cost(line_comment_text(c, where) + "\n", line_comment_shape(c)),
+                budget=left,
+            )
+            comments = page.items
+            if page.next_cursor:
+                next_cursor = encode_cursor({"phase": "comments", "inner": page.next_cursor}, scope=where)
+        parts = [review_text(r, where) for r in reviews] + [line_comment_text(c, where) for c in comments]
         return Item(
             item={"reviews": [review_shape(r) for r in reviews]},
-            parts=[line_comment_shape(c) for c in page.items],
-            next_cursor=page.next_cursor,
+            parts=[line_comment_shape(c) for c in comments],
+            next_cursor=next_cursor,
         ).with_text("\n".join(parts) or f"{where} has no reviews yet.")
 
     @toolset.tool(title="Get pull request status", read_only=True, open_world=True)
