@@ -42,7 +42,7 @@ class Run(TypedDict, total=False):
     branch: Untrusted
     sha: Untrusted
     event: Untrusted
-    attempt: int
+    attempt: int | None
     created: Untrusted
 
 
@@ -68,7 +68,7 @@ def run_shape(r: dict[str, Any]) -> Run:
             branch=untrusted(r, "head_branch"),
             sha=Untrusted(untrusted(r, "head_sha").raw[:7]),
             event=untrusted(r, "event"),
-            attempt=attempt if attempt > 1 else 0,
+            attempt=attempt if attempt > 1 else None,
             created=untrusted(r, "created_at"),
         )
     )

@@ -39,6 +39,7 @@ from mcp_server_github.shapes import (
     labels_of,
     login_of,
     logins,
+    number_of,
     role_of,
     said,
     untrusted,
@@ -57,7 +58,7 @@ class PullSummary(TypedDict, total=False):
     number: int
     title: Untrusted
     state: Untrusted
-    draft: bool
+    draft: bool | None
     author: Untrusted
     head: Untrusted
     base: Untrusted
@@ -102,7 +103,7 @@ class LineComment(TypedDict, total=False):
     role: str
     path: Untrusted
     line: int
-    in_reply_to: int
+    in_reply_to: int | None
     body: str
 
 
@@ -124,7 +125,7 @@ def pr_summary(pr: dict[str, Any]) -> PullSummary:
             number=pr.get("number") or 0,
             title=untrusted(pr, "title"),
             state=Untrusted("merged") if pr.get("merged_at") else untrusted(pr, "state"),
-            draft=bool(pr.get("draft")),
+            draft=bool(pr.get("draft")) or None,
             author=login_of(pr),
             head=untrusted(pr, "head", "label"),
             base=untrusted(pr, "base", "ref"),
@@ -196,7 +197,7 @@ def line_comment_shape(c: dict[str, Any]) -> LineComment:
             role=role_of(c),
             path=untrusted(c, "path"),
             line=c.get("line") or c.get("original_line") or 0,
-            in_reply_to=c.get("in_reply_to_id") or 0,
+            in_reply_to=number_of(c.get("in_reply_to_id")) or None,
             body=clean_text(c.get("body"), COMMENT_CHARS),
         )
     )

@@ -111,20 +111,20 @@ class Entry(TypedDict, total=False):
     name: Untrusted
     path: Untrusted
     type: Untrusted
-    size: int
+    size: int | None
 
 
 class GitRef(TypedDict, total=False):
     name: Untrusted
     sha: Untrusted
-    protected: bool
+    protected: bool | None
 
 
 class Release(TypedDict, total=False):
     tag: Untrusted
     name: Untrusted
-    draft: bool
-    prerelease: bool
+    draft: bool | None
+    prerelease: bool | None
     published: str
     author: Untrusted
     url: Untrusted
@@ -161,7 +161,7 @@ def commit_line(summary: CommitSummary) -> str:
 
 def entry_shape(e: dict[str, Any], key: str = "path") -> Entry:
     """A tree entry by its `path`, or a directory listing's entry by its `name`."""
-    shaped = Entry(type=untrusted(e, "type"), size=number_of(e.get("size")))
+    shaped = Entry(type=untrusted(e, "type"), size=number_of(e.get("size")) or None)
     shaped["path" if key == "path" else "name"] = untrusted(e, key)
     return compact(shaped)
 
@@ -176,7 +176,7 @@ def dir_line(e: Entry) -> str:
 
 def ref_shape(b: dict[str, Any]) -> GitRef:
     return compact(
-        GitRef(name=untrusted(b, "name"), sha=untrusted(b, "commit", "sha"), protected=bool(b.get("protected")))
+        GitRef(name=untrusted(b, "name"), sha=untrusted(b, "commit", "sha"), protected=bool(b.get("protected")) or None)
     )
 
 
@@ -190,8 +190,8 @@ def release_shape(r: dict[str, Any]) -> Release:
         Release(
             tag=untrusted(r, "tag_name"),
             name=untrusted(r, "name"),
-            draft=bool(r.get("draft")),
-            prerelease=bool(r.get("prerelease")),
+            draft=bool(r.get("draft")) or None,
+            prerelease=bool(r.get("prerelease")) or None,
             published=day(r.get("published_at")) or "",
             author=login_of(r, "author"),
             url=untrusted(r, "html_url"),

@@ -61,8 +61,8 @@ class RepoHit(TypedDict, total=False):
     description: Untrusted
     stars: int
     language: Untrusted
-    private: bool
-    archived: bool
+    private: bool | None
+    archived: bool | None
 
 
 class UserHit(TypedDict, total=False):
@@ -87,8 +87,8 @@ def repo_hit(found: dict[str, Any]) -> RepoHit:
             description=untrusted(found, "description"),
             stars=found.get("stargazers_count") or 0,
             language=untrusted(found, "language"),
-            private=bool(found.get("private")),
-            archived=bool(found.get("archived")),
+            private=bool(found.get("private")) or None,
+            archived=bool(found.get("archived")) or None,
         )
     )
 
