@@ -218,9 +218,17 @@ class Transport:
             ) from None
         try:
             answer = {k.lower(): v for k, v in response.headers.items()}
-            yield response.status_code, answer, response.iter_content(chunk_size=64 * 1024)
+            yield response.status_code, answer, _chunks(response, what)
         finally:
             response.close()
+
+
+def _chunks(response: requests.Response, what: str) -> Iterator[bytes]:
+    """The answer's body in chunks; a connection that drops or stalls half-way is said in the family's words."""
+    try:
+        yield from response.iter_content(chunk_size=64 * 1024)
+    except requests.RequestException as exc:
+        raise Unavailable(f"GitHub stopped sending {what} half-way ({type(exc).__name__}).", hint="Retry.") from None
 
 
 def _answer_lost(exc: requests.RequestException) -> bool:
