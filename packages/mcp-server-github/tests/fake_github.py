@@ -239,6 +239,7 @@ class FakeGitHub:
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
         self.written: list[tuple[str, int, int]] = []  # (path, bytes of the body written, of its length)
+        self.truncations: list[str] = []  # path regexes: the next text answer there stops half-way
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -332,6 +333,11 @@ class FakeGitHub:
         """Leave `field` out of the next successful JSON answer whose path matches: a 2xx lacking what GitHub
         documents, for tests of how the server says so."""
         self.omissions.append((path_pattern, field))
+
+    def truncate(self, path_pattern: str) -> None:
+        """Send the next plain-text answer (a raw file, a diff) whose path matches with its whole Content-Length
+        but only half its body, then close: a connection lost half-way through an answer."""
+        self.truncations.append(path_pattern)
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -782,6 +788,10 @@ class FakeGitHub:
             result, extra = self._paginate(result, query, headers)
         if isinstance(result, Text):
             data = result.text.encode()
+            cut = next((n for n, pattern in enumerate(self.truncations) if re.search(pattern, path)), None)
+            if cut is not None:
+                del self.truncations[cut]
+                self._local.half = True
             etag = f'"{hashlib.md5(data).hexdigest()}"'  # noqa: S324 - an ETag, not security
             if headers.get("if-none-match") == etag:
                 return 304, {**self._rate_headers(), "ETag": etag}, b""
@@ -1919,6 +1929,7 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
+            fake._local.half = False
             status, out, data = fake.handle(self.command, self.path, headers, body)
             held, answered = fake._stall(self.command, self.path)
             time.sleep(held)
@@ -1933,12 +1944,15 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 # In pieces, counted: a client that stops reading (it has what it shows) is seen to have stopped.
                 written = 0
+                end = len(data) // 2 if fake._local.half else len(data)
                 try:
-                    for start in range(0, len(data), 256 * 1024):
-                        self.wfile.write(data[start : start + 256 * 1024])
-                        written += len(data[start : start + 256 * 1024])
+                    for start in range(0, end, 256 * 1024):
+                        self.wfile.write(data[start : min(start + 256 * 1024, end)])
+                        written += len(data[start : min(start + 256 * 1024, end)])
                 finally:
                     fake.written.append((urlsplit(self.path).path, written, len(data)))
+                if end < len(data):
+                    self.close_connection = True
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client stopped waiting (its timeout): nobody to answer
 

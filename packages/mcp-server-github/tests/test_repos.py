@@ -247,3 +247,15 @@ async def test_a_push_and_a_log_download_report_progress_to_a_client_that_asked(
     assert pushed
     assert pushed[0] == (0, 5, "reading branch feature")
     assert heard[len(pushed)][2] == "downloading the log of job 9001"
+
+
+async def test_a_large_file_lost_half_way_fails_saying_so(fake: FakeGitHub) -> None:
+    repo = fake.repos[REPO]
+    fake.commit(repo, "big", "A long log", {"big.log": b"line\n" * 400_000})  # 2 MB: read raw, as a stream
+    fake.truncate(r"/contents/big\.log$")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(
+            "get_file_contents", {"repo": REPO, "path": "big.log", "ref": "big", "start_line": 300_000}
+        )
+    assert result.is_error
+    assert text_of(result).startswith(f"GitHub stopped sending {REPO}:big.log@big half-way"), text_of(result)
