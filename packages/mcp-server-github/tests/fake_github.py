@@ -148,6 +148,8 @@ class Commit:
     files: dict[str, bytes]
     parents: list[str]
     date: str = NOW
+    name: str | None = None
+    """The author's name as git records it (anyone can set it to anything); by default the login, titled."""
 
 
 @dataclass
@@ -170,6 +172,11 @@ class Repo:
     runs: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     writable: bool = True
+    # The head commit's statuses (context, state, description) and check runs (name, status, conclusion).
+    statuses: list[tuple[str, str, str | None]] = field(default_factory=lambda: [("ci/lint", "success", "Lint passed")])
+    check_runs: list[tuple[str, str, str | None]] = field(
+        default_factory=lambda: [("test (3.11)", "completed", "failure"), ("build", "in_progress", None)]
+    )
 
     @property
     def full_name(self) -> str:
@@ -232,6 +239,8 @@ class FakeGitHub:
         self.redirects: list[Redirect] = []  # one answer each
         self.omissions: list[tuple[str, str]] = []  # (path regex, field): the next 2xx answer there lacks the field
         self.garbles: list[tuple[str, str, int | None, bytes | None, str | None]] = []  # see garble()
+        self.written: list[tuple[str, int, int]] = []  # (path, bytes of the body written, of its length)
+        self.truncations: list[str] = []  # path regexes: the next text answer there stops half-way
         self._counter = itertools.count(1)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -351,6 +360,11 @@ class FakeGitHub:
                         headers["Content-Type"] = content_type
                     return headers, data[:cut] if body is None else body
         return None
+
+    def truncate(self, path_pattern: str) -> None:
+        """Send the next plain-text answer (a raw file, a diff) whose path matches with its whole Content-Length
+        but only half its body, then close: a connection lost half-way through an answer."""
+        self.truncations.append(path_pattern)
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for r in self.requests if method is None or r.method == method)
@@ -765,7 +779,7 @@ class FakeGitHub:
             path = f"/repos/{repo.full_name}{by_id[2]}"
             self._local.routed = path
         for verb, pattern, route in ROUTES:
-            match = re.fullmatch(pattern, path)
+            match = re.fullmatch(pattern, path, re.DOTALL)  # git allows a newline in a path or a branch
             if match and verb == method:
                 result = route(self, match, query, body, headers)
                 if isinstance(result, tuple):
@@ -805,6 +819,10 @@ class FakeGitHub:
             result, extra = self._paginate(result, query, headers)
         if isinstance(result, Text):
             data = result.text.encode()
+            cut = next((n for n, pattern in enumerate(self.truncations) if re.search(pattern, path)), None)
+            if cut is not None:
+                del self.truncations[cut]
+                self._local.half = True
             etag = f'"{hashlib.md5(data).hexdigest()}"'  # noqa: S324 - an ETag, not security
             if headers.get("if-none-match") == etag:
                 return 304, {**self._rate_headers(), "ETag": etag}, b""
@@ -939,7 +957,11 @@ class FakeGitHub:
             "url": f"{api}/git/commits/{commit.sha}",
             "html_url": f"{WEB}/{repo.full_name}/commit/{commit.sha}",
             # GitHub sends null for a commit imported without an author (nullable-git-user).
-            "author": {"name": commit.author.title(), "email": f"{commit.author}@example.com", "date": commit.date}
+            "author": {
+                "name": commit.name or commit.author.title(),
+                "email": f"{commit.author}@example.com",
+                "date": commit.date,
+            }
             if commit.author
             else None,
             "committer": {"name": "GitHub", "email": "noreply@github.com", "date": commit.date},
@@ -1416,24 +1438,28 @@ def _status(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
     repo = _get_repo(fake, m)
     sha = fake.resolve(repo, m["ref"])
     api = f"{API}/repos/{repo.full_name}"
+    statuses = [
+        {
+            "id": 61 + n,
+            "node_id": f"SC_{61 + n}",
+            "url": f"{api}/statuses/{sha}",
+            "avatar_url": None,
+            "context": context,
+            "state": state,
+            "description": description,
+            "target_url": "https://ci.example.com/1",
+            "created_at": NOW,
+            "updated_at": NOW,
+        }
+        for n, (context, state, description) in enumerate(repo.statuses)
+    ]
+    states = {s["state"] for s in statuses}
+    overall = "failure" if states & {"failure", "error"} else "pending" if "pending" in states else "success"
     return {
-        "state": "success",
+        "state": overall,
         "sha": sha,
-        "total_count": 1,
-        "statuses": [
-            {
-                "id": 61,
-                "node_id": "SC_61",
-                "url": f"{api}/statuses/{sha}",
-                "avatar_url": None,
-                "context": "ci/lint",
-                "state": "success",
-                "description": "Lint passed",
-                "target_url": "https://ci.example.com/1",
-                "created_at": NOW,
-                "updated_at": NOW,
-            }
-        ],
+        "total_count": len(statuses),
+        "statuses": statuses,
         "repository": fake.repo_json(repo),
         "commit_url": f"{api}/commits/{sha}",
         "url": f"{api}/commits/{sha}/status",
@@ -1472,13 +1498,8 @@ def _checks(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h:
             "pull_requests": [],
         }
 
-    return {
-        "total_count": 2,
-        "check_runs": [
-            check_run(1, "test (3.11)", "completed", "failure"),
-            check_run(2, "build", "in_progress", None),
-        ],
-    }
+    runs = [check_run(n, *run) for n, run in enumerate(repo.check_runs, 1)]
+    return {"total_count": len(runs), "check_runs": runs}
 
 
 @route("GET", R + r"/issues")
@@ -1945,6 +1966,7 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
+            fake._local.half = False
             status, out, data = fake.handle(self.command, self.path, headers, body)
             held, answered = fake._stall(self.command, self.path)
             time.sleep(held)
@@ -1957,7 +1979,17 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                # In pieces, counted: a client that stops reading (it has what it shows) is seen to have stopped.
+                written = 0
+                end = len(data) // 2 if fake._local.half else len(data)
+                try:
+                    for start in range(0, end, 256 * 1024):
+                        self.wfile.write(data[start : min(start + 256 * 1024, end)])
+                        written += len(data[start : min(start + 256 * 1024, end)])
+                finally:
+                    fake.written.append((urlsplit(self.path).path, written, len(data)))
+                if end < len(data):
+                    self.close_connection = True
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client stopped waiting (its timeout): nobody to answer
 

@@ -72,7 +72,8 @@ def _templates() -> list[tuple[re.Pattern[str], str, int]]:
             re.escape(template),
         )
         literal = len(re.sub(r"\{\w+\}", "", template))
-        compiled.append((re.compile(pattern), template, literal))
+        # DOTALL: a file path or a ref may hold a newline (the hostile suite sends some), as the fake's routes allow.
+        compiled.append((re.compile(pattern, re.DOTALL), template, literal))
     return compiled
 
 

@@ -270,3 +270,27 @@ async def test_a_file_whose_first_nul_comes_late_is_still_binary(fake: FakeGitHu
         result = await client.call_tool("get_file_contents", {"repo": REPO, "path": "data.bin"})
     assert text_of(result) == f"{REPO}:data.bin is a binary file of {len(late):,} bytes; not shown."
     assert "content" not in result.structured_content
+
+
+async def test_a_large_file_lost_half_way_fails_saying_so(fake: FakeGitHub) -> None:
+    repo = fake.repos[REPO]
+    fake.commit(repo, "big", "A long log", {"big.log": b"line\n" * 400_000})  # 2 MB: read raw, as a stream
+    fake.truncate(r"/contents/big\.log$")
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool_mcp(
+            "get_file_contents", {"repo": REPO, "path": "big.log", "ref": "big", "start_line": 300_000}
+        )
+    assert result.is_error
+    assert text_of(result).startswith(f"GitHub stopped sending {REPO}:big.log@big half-way"), text_of(result)
+
+
+async def test_a_large_file_whose_first_nul_comes_late_is_binary_too(fake: FakeGitHub) -> None:
+    # Over 1 MB the file is streamed: every chunk read is looked at, not the first 8,000 bytes of the first one.
+    widgets = fake.repos[REPO]
+    late = b"x" * 79 + b"\n"
+    data = late * 204 + b"\x00" + late * 30_000  # the NUL at 16,320, the window full before it; 2.4 MB
+    fake.commit(widgets, "big", "Add a large file", {"big.bin": data})
+    async with Client(server_for(fake)) as client:
+        result = await client.call_tool("get_file_contents", {"repo": REPO, "path": "big.bin", "ref": "big"})
+    assert text_of(result) == f"{REPO}:big.bin@big is a binary file of {len(data):,} bytes; not shown."
+    assert "content" not in result.structured_content

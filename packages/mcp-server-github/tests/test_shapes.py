@@ -80,3 +80,14 @@ async def test_a_malformed_repository_or_number_is_refused_before_any_request(
     assert result.is_error
     assert said in text_of(result)
     assert fake.count() == 0
+
+
+async def test_false_flags_and_absent_counts_are_left_out(fake: FakeGitHub) -> None:
+    async with Client(server_for(fake)) as client:
+        branches = await client.call_tool("list_branches", {"repo": REPO})
+        pulls = await client.call_tool("list_pull_requests", {"repo": REPO})
+        runs = await client.call_tool("list_workflow_runs", {"repo": REPO})
+    feature = next(b for b in branches.structured_content["items"] if b["name"] == "feature")
+    assert set(feature) == {"name", "sha"}
+    assert "draft" not in pulls.structured_content["items"][0]
+    assert all("attempt" not in run for run in runs.structured_content["items"])

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
-from mcp_server_core import Cursor, Limit, Toolset, Unavailable, report_progress
+from mcp_server_core import Cursor, Limit, Toolset, Unavailable, Untrusted, report_progress
+from mcp_server_core.conventions.budget import json_size
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
-from mcp_server_github.shapes import Listing, Number, RepoName, compact, fenced, fenced_lines, one_line, said
+from mcp_server_github.shapes import (
+    ROOM,
+    Listing,
+    Number,
+    RepoName,
+    compact,
+    fenced,
+    fenced_lines,
+    names,
+    number_of,
+    said,
+    untrusted,
+    weigh,
+)
 
 LOG_BYTES = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -19,20 +33,73 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ", re.MULTI
 RunStatus = Literal["queued", "in_progress", "completed", "success", "failure", "cancelled"]
 
 
-def run_shape(r: dict[str, Any]) -> dict[str, Any]:
+class Run(TypedDict, total=False):
+    id: int
+    workflow: Untrusted
+    title: Untrusted
+    status: Untrusted
+    conclusion: Untrusted
+    branch: Untrusted
+    sha: Untrusted
+    event: Untrusted
+    attempt: int | None
+    created: Untrusted
+
+
+class Job(TypedDict, total=False):
+    id: int
+    name: Untrusted
+    status: Untrusted
+    conclusion: Untrusted
+    failed_steps: list[Untrusted]
+    started: Untrusted
+    completed: Untrusted
+
+
+def run_shape(r: dict[str, Any]) -> Run:
+    attempt = number_of(r.get("run_attempt"))
     return compact(
-        {
-            "id": r.get("id"),
-            "workflow": one_line(r.get("name"), 100),
-            "title": one_line(r.get("display_title"), 200),
-            "status": r.get("status"),
-            "conclusion": r.get("conclusion"),
-            "branch": one_line(r.get("head_branch"), 200),
-            "sha": str(r.get("head_sha") or "")[:7] or None,
-            "event": r.get("event"),
-            "attempt": r.get("run_attempt") if (r.get("run_attempt") or 1) > 1 else None,
-            "created": r.get("created_at"),
-        }
+        Run(
+            id=number_of(r.get("id")),
+            workflow=untrusted(r, "name"),
+            title=untrusted(r, "display_title"),
+            status=untrusted(r, "status"),
+            conclusion=untrusted(r, "conclusion"),
+            branch=untrusted(r, "head_branch"),
+            sha=Untrusted(untrusted(r, "head_sha").raw[:7]),
+            event=untrusted(r, "event"),
+            attempt=attempt if attempt > 1 else None,
+            created=untrusted(r, "created_at"),
+        )
+    )
+
+
+def run_line(i: Run) -> str:
+    return (
+        f"{i.get('id')} {said(i.get('conclusion') or i.get('status'))} {said(i.get('workflow'))}:"
+        f" {said(i.get('title'), '')} ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')}"
+        f" {said(i.get('sha'), 'no commit')}, {said(i.get('created'))})"
+    )
+
+
+def job_shape(job: dict[str, Any]) -> Job:
+    steps = [s for s in job.get("steps") or [] if isinstance(s, dict)]
+    return compact(
+        Job(
+            id=number_of(job.get("id")),
+            name=untrusted(job, "name"),
+            status=untrusted(job, "status"),
+            conclusion=untrusted(job, "conclusion"),
+            failed_steps=[untrusted(s, "name") for s in steps if s.get("conclusion") == "failure"],
+            started=untrusted(job, "started_at"),
+            completed=untrusted(job, "completed_at"),
+        )
+    )
+
+
+def job_line(i: Job) -> str:
+    return f"{i.get('id')} {said(i.get('conclusion') or i.get('status'))} {said(i.get('name'))}" + (
+        f"; failed steps: {names(i['failed_steps'])}" if i.get("failed_steps") else ""
     )
 
 
@@ -60,14 +127,11 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             scope=json.dumps([branch, status]),
             key="workflow_runs",
             what=f"workflow runs of {repo}",
+            weight=weigh(run_shape, run_line),
+            budget=ROOM,
         )
         items = [run_shape(r) for r in page.items]
-        lines = [
-            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('workflow'))}: {i.get('title', '')}"
-            f" ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')} {said(i.get('sha'), 'no commit')},"
-            f" {said(i.get('created'))})"
-            for i in items
-        ]
+        lines = [run_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
             fenced_lines(lines, f"workflow runs of {repo}; titles come from commit messages")
         )
@@ -88,29 +152,11 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             scope="",
             key="jobs",
             what=f"jobs of run {run_id}",
+            weight=weigh(job_shape, job_line),
+            budget=ROOM,
         )
-        items = []
-        for job in page.items:
-            steps = job.get("steps") or []
-            failed = [one_line(s.get("name"), 100) for s in steps if s.get("conclusion") == "failure"]
-            items.append(
-                compact(
-                    {
-                        "id": job.get("id"),
-                        "name": one_line(job.get("name"), 200),
-                        "status": job.get("status"),
-                        "conclusion": job.get("conclusion"),
-                        "failed_steps": failed,
-                        "started": job.get("started_at"),
-                        "completed": job.get("completed_at"),
-                    }
-                )
-            )
-        lines = [
-            f"{i['id']} {said(i.get('conclusion') or i.get('status'))} {said(i.get('name'))}"
-            + (f"; failed steps: {', '.join(i['failed_steps'])}" if i.get("failed_steps") else "")
-            for i in items
-        ]
+        items = [job_shape(j) for j in page.items]
+        lines = [job_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
             fenced_lines(lines, f"jobs of run {run_id}")
         )
@@ -132,13 +178,20 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             import requests  # here, not at start: see transport.py
 
             try:
-                blob = requests.get(location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30)
+                with requests.get(
+                    location, headers={"Range": f"bytes=-{LOG_BYTES * 4}"}, timeout=30, stream=True
+                ) as blob:
+                    if blob.status_code >= 400:
+                        raise Unavailable(f"The log of job {job_id} could not be downloaded (HTTP {blob.status_code}).")
+                    # Storage that ignores the Range sends the whole log: only its tail is kept while it streams.
+                    kept = bytearray()
+                    for chunk in blob.iter_content(64 * 1024):
+                        kept += chunk
+                        del kept[: max(len(kept) - LOG_BYTES * 4, 0)]
+                    partial = blob.status_code == 206 or len(kept) == LOG_BYTES * 4
             except requests.RequestException as exc:
                 raise Unavailable(f"Could not download the log of job {job_id} ({type(exc).__name__}).") from None
-            if blob.status_code >= 400:
-                raise Unavailable(f"The log of job {job_id} could not be downloaded (HTTP {blob.status_code}).")
-            text = blob.content.decode(errors="replace")
-            partial = blob.status_code == 206
+            text = kept.decode(errors="replace")
         else:
             text = response.text
             partial = False
@@ -148,9 +201,8 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             lines = lines[1:]  # the first line of a byte range is usually cut mid-way
         tail = lines[-tail_lines:]
         body = "\n".join(tail)
-        encoded = body.encode()
-        if len(encoded) > LOG_BYTES:
-            body = encoded[-LOG_BYTES:].decode(errors="ignore").split("\n", 1)[-1]
+        while json_size(body) > LOG_BYTES:  # as the wire counts it: quotes and controls cost more than a byte
+            body = body[len(body) - len(body) * LOG_BYTES // json_size(body) + 1 :].split("\n", 1)[-1]
         shown = body.count("\n") + 1 if body else 0
         return f"last {shown} lines of the log of job {job_id}\n" + fenced(
             body, f"log of job {job_id}", limit=LOG_BYTES + 100, markup=False, author="the workflow's commands"

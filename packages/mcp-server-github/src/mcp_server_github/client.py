@@ -9,12 +9,14 @@ whose hidden completions are how N+1 request patterns creep in.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,7 @@ from mcp_server_core import (
     take_within_budget,
     upstream_span,
 )
+from mcp_server_core.conventions.untrusted import one_line
 from mcp_server_core.operations.audit import audit_target
 
 from mcp_server_github.allowlist import AllowList
@@ -329,14 +332,16 @@ class GitHubApi:
         key: str | None = None,
         what: str | None = None,
         budget: int = PAGE_BYTES,
+        weight: Callable[[Any], int] | None = None,
     ) -> Page:
         """One page of a list, with a cursor over GitHub's Link header (bound to this query and path).
 
         A page whose items would not fit `budget` (long comment bodies) ends early; its cursor then holds the
         same GitHub page and how many items were shown, and reading on asks for that page again (a 304 against
         the ETag, which costs no rate limit) and skips them. A `limit` above GitHub's 100 a page is read over
-        several of its pages.
+        several of its pages. `weight` is what one item costs as the tool shows it (its text and structure).
         """
+        weight = weight or _weight
         scope = f"{path}\n{scope}"
         skip = 0
         if cursor:
@@ -360,8 +365,9 @@ class GitHubApi:
                 where = f"no {key} list" if key else f"{_json_kind(response.data)} where a list belongs"
                 raise not_github_json("GET", where, what or path)
             rest = items[skip:]
-            taken = take_within_budget(rest[: limit - len(shown)], _weight, budget, spent=used)
-            used += sum(_weight(item) for item in rest[:taken])
+            costs = [weight(item) for item in rest[: limit - len(shown)]]
+            taken = take_within_budget(costs, int, budget, spent=used)
+            used += sum(costs[:taken])
             shown += rest[:taken]
             if taken < len(rest):
                 next_cursor = encode_cursor({"q": query, "skip": skip + taken}, scope=scope)
@@ -373,6 +379,27 @@ class GitHubApi:
             report_progress(len(shown), limit, f"{len(shown)} of up to {limit} read")
             query, skip = following, 0
         return Page(shown, next_cursor, first)
+
+    @contextmanager
+    def stream(
+        self, path: str, *, params: Mapping[str, Any] | None = None, accept: str, what: str
+    ) -> Iterator[Iterator[bytes]]:
+        """A GET answered in chunks (see `Transport.stream`), checked against the allow-list like any request;
+        GitHub's failure becomes a `ToolFailure`, and a redirect is reported rather than followed."""
+        self.check_path(path, params)
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        with (
+            upstream_span("github", f"GET {path_template(path)}"),
+            self.transport().stream(path, query, {"Accept": accept}, what=what) as (status, headers, chunks),
+        ):
+            if status >= 300:
+                text = b"".join(itertools.islice(chunks, 1))[:4_096].decode(errors="replace")
+                if status < 400:
+                    raise Unavailable(
+                        f"GitHub redirected {what} (HTTP {status}).", hint="Read it again: the contents may have moved."
+                    )
+                raise failure(status, headers, _parse(text, headers), what)
+            yield chunks
 
     def login(self) -> str:
         """The authenticated user's login, asked once."""
@@ -522,7 +549,8 @@ def _next_query(link: str) -> dict[str, str] | None:
 def failure(status: int, headers: Mapping[str, Any], data: Any, what: str) -> ToolFailure:
     """The family's failure type for one of GitHub's error responses, saying what to try instead."""
     body = data if isinstance(data, dict) else {}
-    message = str(body.get("message") or f"HTTP {status}").rstrip(".")
+    # GitHub's message can repeat what was asked (a ref, a path, a title): its one-line form, never lines of its own.
+    message = one_line(str(body.get("message") or f"HTTP {status}"), 300).rstrip(".")
     details = _error_details(body)
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     from mcp_server_github.transport import rate_limit_wait
@@ -585,7 +613,7 @@ def _error_details(body: Mapping[str, Any]) -> str:
             text = error.get("message") or " ".join(
                 str(error[k]) for k in ("resource", "field", "code") if error.get(k) is not None
             )
-            parts.append(str(text))
+            parts.append(one_line(str(text)))
         else:
-            parts.append(str(error))
+            parts.append(one_line(str(error)))
     return " (" + "; ".join(parts) + ")"

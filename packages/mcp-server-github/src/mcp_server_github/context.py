@@ -8,7 +8,7 @@ from mcp_server_core import Toolset
 from mcp_server_core.protocol.toolsets import add_discovery
 
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.shapes import one_line, said
+from mcp_server_github.shapes import said, untrusted
 
 if TYPE_CHECKING:
     from mcp_server_core import ReferenceServer
@@ -40,14 +40,14 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         if api.authenticated:
             response = api.request("GET", "/user", what="the authenticated user")
             user = response.data
-            name = one_line(user.get("name"), 100)
-            lines.append(f"Signed in as {said(user.get('login'))}" + (f" ({name})" if name else ""))
+            name = untrusted(user, "name")
+            lines.append(f"Signed in as {said(untrusted(user, 'login'))}" + (f" ({name})" if name else ""))
             scopes = response.headers.get("x-oauth-scopes")
             if scopes is not None:
-                lines.append(f"token scopes: {scopes or 'none listed'}")
+                lines.append(f"token scopes: {said(scopes, 'none listed')}")
             remaining = response.headers.get("x-ratelimit-remaining")
             if remaining is not None:
-                lines.append(f"requests left this hour: {remaining}")
+                lines.append(f"requests left this hour: {said(remaining)}")
         else:
             lines.append("Not authenticated: public data only, 60 requests an hour. Set GITHUB_TOKEN for more.")
         lines.append(f"repositories: {', '.join(api.allow.entries)} only" if api.allow else "repositories: any")

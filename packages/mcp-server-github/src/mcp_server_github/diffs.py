@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from mcp_server_core import Limit, Rendered, decode_cursor, encode_cursor
+from mcp_server_core import Limit, Rendered, Untrusted, decode_cursor, encode_cursor
+from mcp_server_core.conventions.budget import json_size
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
@@ -51,16 +52,23 @@ def diff_page(
     if file:
         text = file_section(text, file)
         if not text:
-            return f"No change to {file} in {what}.", None
+            return f"No change to {Untrusted(file)} in {what}.", None
     encoded = text.encode()
     chunk = encoded[start : start + limit]
-    end = start + len(chunk)
-    if end < len(encoded):
-        boundary = chunk.rfind(b"\n")
-        if boundary > 0:
-            chunk = chunk[: boundary + 1]
-            end = start + len(chunk)
-    body = chunk.decode(errors="replace")
+    # `limit` bytes as the wire counts them (a diff of code is full of quotes and tabs, two bytes each in JSON):
+    # the page and its copy in the structured content then fit the tool's budget without the helpers' cut.
+    while True:
+        end = start + len(chunk)
+        if end < len(encoded):
+            boundary = chunk.rfind(b"\n")
+            if boundary > 0:
+                chunk = chunk[: boundary + 1]
+                end = start + len(chunk)
+        body = chunk.decode(errors="replace")
+        size = json_size(body)
+        if size <= limit or len(chunk) <= 1:
+            break
+        chunk = chunk[: len(chunk) * limit // size]
     next_cursor = encode_cursor({"offset": end}, scope=scope) if end < len(encoded) else None
     label = f"{what}, bytes {start:,}-{end:,} of {len(encoded):,}"
     return fenced(body, label, limit=limit + 100, markup=False, author="the authors of these changes"), next_cursor

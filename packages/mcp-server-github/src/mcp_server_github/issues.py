@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
-from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset
+from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset, Untrusted
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
+    ROOM,
     Item,
     Listing,
     NonEmpty,
@@ -19,6 +20,7 @@ from mcp_server_github.shapes import (
     RepoName,
     clean_text,
     compact,
+    cost,
     day,
     fenced,
     fenced_lines,
@@ -26,57 +28,114 @@ from mcp_server_github.shapes import (
     labels_of,
     login_of,
     logins,
-    one_line,
+    names,
     role_of,
     said,
     split_repo,
+    untrusted,
+    weigh,
 )
 
 State = Literal["open", "closed", "all"]
 
 
-def issue_summary(issue: dict[str, Any]) -> dict[str, Any]:
+class IssueSummary(TypedDict, total=False):
+    repo: Untrusted
+    number: int
+    title: Untrusted
+    state: Untrusted
+    kind: str
+    author: Untrusted
+    labels: list[Untrusted]
+    comments: int
+    updated: str
+
+
+class Comment(TypedDict, total=False):
+    id: int
+    author: Untrusted
+    role: str
+    created: str
+    body: str
+
+
+def issue_summary(issue: dict[str, Any]) -> IssueSummary:
     return compact(
-        {
-            "number": issue.get("number"),
-            "title": one_line(issue.get("title")),
-            "state": issue.get("state"),
-            "kind": "pr" if issue.get("pull_request") else None,
-            "author": login_of(issue),
-            "labels": labels_of(issue),
-            "comments": issue.get("comments"),
-            "updated": day(issue.get("updated_at")),
-        }
+        IssueSummary(
+            number=issue.get("number") or 0,
+            title=untrusted(issue, "title"),
+            state=untrusted(issue, "state"),
+            kind="pr" if issue.get("pull_request") else "",
+            author=login_of(issue),
+            labels=labels_of(issue),
+            comments=issue.get("comments") or 0,
+            updated=day(issue.get("updated_at")) or "",
+        )
     )
 
 
-def issue_line(summary: dict[str, Any]) -> str:
+def issue_line(summary: IssueSummary) -> str:
     kind = " PR" if summary.get("kind") == "pr" else ""
-    labels = f" [{', '.join(summary['labels'])}]" if summary.get("labels") else ""
+    labels = f" [{names(summary['labels'])}]" if summary.get("labels") else ""
+    repo = f"{summary['repo']}" if "repo" in summary else ""
     return (
-        f"#{summary['number']}{kind} {said(summary.get('state'))} {summary.get('title', '')}{labels}"
+        f"{repo}#{summary.get('number')}{kind} {said(summary.get('state'))} {said(summary.get('title'), '')}{labels}"
         f" by {summary.get('author')}, {summary.get('comments', 0)} comments, updated {said(summary.get('updated'))}"
     )
 
 
-def comment_shape(comment: dict[str, Any]) -> dict[str, Any]:
+def comment_shape(comment: dict[str, Any]) -> Comment:
     return compact(
-        {
-            "id": comment.get("id"),
-            "author": login_of(comment),
-            "role": role_of(comment),
-            "created": comment.get("created_at"),
-            "body": clean_text(comment.get("body"), COMMENT_CHARS),
-        }
+        Comment(
+            id=comment.get("id") or 0,
+            author=login_of(comment),
+            role=role_of(comment),
+            created=str(comment.get("created_at") or ""),
+            body=clean_text(comment.get("body"), COMMENT_CHARS),
+        )
     )
 
 
-def render_comments(comments: list[dict[str, Any]]) -> list[str]:
+def render_comment(comment: dict[str, Any]) -> str:
     # The answer's first line names the issue, and no tool takes a comment's id (it stays in the structured
     # content): the label keeps only what tells one comment from another, its date and author.
-    return [
-        fenced(c.get("body"), f"comment of {said(day(c.get('created_at')))}", c, limit=COMMENT_CHARS) for c in comments
-    ]
+    return fenced(
+        comment.get("body"), f"comment of {said(day(comment.get('created_at')))}", comment, limit=COMMENT_CHARS
+    )
+
+
+class IssueDetail(IssueSummary, total=False):
+    role: str
+    assignees: list[Untrusted]
+    milestone: Untrusted
+    state_reason: Untrusted
+    created: str
+    closed: str
+    url: Untrusted
+    body: str
+
+
+class Label(TypedDict, total=False):
+    name: Untrusted
+    description: Untrusted
+
+
+def label_shape(label: dict[str, Any]) -> Label:
+    return compact(Label(name=untrusted(label, "name"), description=untrusted(label, "description")))
+
+
+def label_line(label: Label) -> str:
+    return f"{label.get('name')}" + (f": {label['description']}" if label.get("description") else "")
+
+
+def hit_summary(issue: dict[str, Any]) -> IssueSummary:
+    """An issue found by a search, with its repository (named by GitHub's `repository_url`)."""
+    repo = str(issue.get("repository_url", "")).split("/repos/")[-1]
+    return IssueSummary(repo=Untrusted(repo), **issue_summary(issue))
+
+
+def comment_cost(comment: Any) -> int:
+    return cost(render_comment(comment) + "\n", comment_shape(comment)) if isinstance(comment, dict) else 100
 
 
 def update_given_fields(api: GitHubApi, path: str, where: str, fields: dict[str, Any], *, hint: str) -> str:
@@ -111,6 +170,8 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             cursor=cursor,
             scope=scope,
             what=f"issues of {repo}",
+            weight=weigh(issue_summary, issue_line),
+            budget=ROOM,
         )
         items = [issue_summary(i) for i in page.items]
         text = fenced_lines([issue_line(i) for i in items], f"issues of {repo}; titles written by their authors")
@@ -126,6 +187,28 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         """Use to read one issue or pull request conversation with its comments."""
         where = f"{repo}#{number}"
         issue = api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}")
+        summary = issue_summary(issue)
+        item = IssueDetail(
+            **summary,
+            role=role_of(issue),
+            assignees=logins(issue.get("assignees")),
+            milestone=untrusted(issue, "milestone", "title"),
+            state_reason=untrusted(issue, "state_reason"),
+            created=str(issue.get("created_at") or ""),
+            closed=str(issue.get("closed_at") or ""),
+            url=untrusted(issue, "html_url"),
+            body=clean_text(issue.get("body")),
+        )
+        item = compact(item)
+        head = (
+            f"{where} {said(item.get('state'))}"
+            + (f" ({item['state_reason']})" if item.get("state_reason") else "")
+            + f", opened by {item.get('author')} ({item.get('role')}) on {said(day(item.get('created')))}"
+            + (f", labels: {names(item['labels'])}" if item.get("labels") else "")
+            + (f", assignees: {names(item['assignees'])}" if item.get("assignees") else "")
+            + f", {said(issue.get('comments'), '0')} comments"
+        )
+        opening = f"{head}\n{fenced_title_and_body(issue)}"
         comments: list[dict[str, Any]] = []
         next_cursor = None
         if issue.get("comments"):
@@ -135,30 +218,11 @@ def issues_toolset(api: GitHubApi) -> Toolset:
                 cursor=cursor,
                 scope="",
                 what=f"comments of {where}",
+                weight=comment_cost,
+                budget=ROOM - cost(opening, item),
             )
             comments, next_cursor = page.items, page.next_cursor
-        item = compact(
-            {
-                **issue_summary(issue),
-                "role": role_of(issue),
-                "assignees": logins(issue.get("assignees")),
-                "milestone": one_line((issue.get("milestone") or {}).get("title")) or None,
-                "state_reason": issue.get("state_reason"),
-                "created": issue.get("created_at"),
-                "closed": issue.get("closed_at"),
-                "url": issue.get("html_url"),
-                "body": clean_text(issue.get("body")),
-            }
-        )
-        head = (
-            f"{where} {said(item.get('state'))}"
-            + (f" ({item['state_reason']})" if item.get("state_reason") else "")
-            + f", opened by {item['author']} ({item['role']}) on {said(day(item.get('created')))}"
-            + (f", labels: {', '.join(item['labels'])}" if item.get("labels") else "")
-            + (f", assignees: {', '.join(item['assignees'])}" if item.get("assignees") else "")
-            + f", {issue.get('comments') or 0} comments"
-        )
-        parts = [head, fenced_title_and_body(issue), *render_comments(comments)]
+        parts = [opening, *(render_comment(c) for c in comments)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
             "\n".join(parts)
         )
@@ -173,20 +237,22 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         if not any(q in query for q in ("is:issue", "is:pr", "is:pull-request", "type:issue", "type:pr")):
             query = f"{query} is:issue"
         query = api.allow.scope_search(query)
-        page = search_page(api, "issues", query, limit=limit, cursor=cursor, what="search")
+        page = search_page(
+            api, "issues", query, limit=limit, cursor=cursor, what="search", weight=weigh(hit_summary, issue_line)
+        )
         items = []
         for issue in page.items:
-            repo = str(issue.get("repository_url", "")).split("/repos/")[-1]
-            if api.allow.allows(*split_repo(repo)):  # the query is narrowed; this holds even if GitHub widened it
-                items.append({"repo": repo, **issue_summary(issue)})
-        lines = [f"{i['repo']}{issue_line(i)}" for i in items]
+            summary = hit_summary(issue)
+            if api.allow.allows(*split_repo(summary["repo"].raw)):  # narrowed; this holds even if GitHub widened it
+                items.append(summary)
+        lines = [issue_line(i) for i in items]
         if api.allow:
             # GitHub's total_count counts whatever the token can see: with an allow-list, only what is shown.
             more = "; more with next_cursor" if page.next_cursor else ""
-            count = f"{len(items)} shown for {query!r}{more}"
+            count = f"{len(items)} shown for '{Untrusted(query)}'{more}"
         else:
             total = page.data.get("total_count", len(items)) if isinstance(page.data, dict) else len(items)
-            count = f"{total} results for {query!r}"
+            count = f"{said(total)} results for '{Untrusted(query)}'"
         text = f"{count}\n" + fenced_lines(lines, "search results; titles written by others")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
@@ -206,7 +272,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             what=f"creating an issue in {repo}",
         ).data
         number = required(created, "number", what=f"creating an issue in {repo}", applied=True)
-        return f"Created {repo}#{number}: {said(created.get('html_url'), 'no link given')}"
+        return f"Created {repo}#{said(number)}: {said(created.get('html_url'), 'no link given')}"
 
     @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True)
     def update_issue(
@@ -246,12 +312,17 @@ def issues_toolset(api: GitHubApi) -> Toolset:
     @toolset.tool(title="List labels", read_only=True, open_world=True)
     def list_labels(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
         """Use to see which labels a repository has before labelling an issue."""
-        page = api.page(f"/repos/{repo}/labels", limit=limit, cursor=cursor, scope="", what=f"labels of {repo}")
-        items = [
-            compact({"name": one_line(lab.get("name"), 50), "description": one_line(lab.get("description"), 120)})
-            for lab in page.items
-        ]
-        lines = [f"{i['name']}" + (f": {i['description']}" if i.get("description") else "") for i in items]
+        page = api.page(
+            f"/repos/{repo}/labels",
+            limit=limit,
+            cursor=cursor,
+            scope="",
+            what=f"labels of {repo}",
+            weight=weigh(label_shape, label_line),
+            budget=ROOM,
+        )
+        items = [label_shape(lab) for lab in page.items]
+        lines = [label_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(fenced_lines(lines, f"labels of {repo}"))
 
     return toolset

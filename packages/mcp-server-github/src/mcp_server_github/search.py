@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypedDict
 
-from mcp_server_core import Cursor, Limit, Toolset
+from mcp_server_core import Cursor, Limit, Toolset, Untrusted
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
-from mcp_server_github.shapes import Listing, NonEmpty, compact, fenced_lines, one_line, said, split_repo
+from mcp_server_github.shapes import (
+    ROOM,
+    Listing,
+    NonEmpty,
+    compact,
+    fenced_lines,
+    said,
+    split_repo,
+    untrusted,
+    weigh,
+)
 
 Query = Annotated[NonEmpty, Field(max_length=256, description="GitHub search syntax")]
 
@@ -23,6 +34,7 @@ def search_page(
     what: str,
     params: dict[str, Any] | None = None,
     scope: str | None = None,
+    weight: Callable[[Any], int] | None = None,
 ) -> Page:
     """One page of `/search/{kind}` hits; its cursor is bound to the query, so it cannot page another search."""
     return api.page(
@@ -33,7 +45,66 @@ def search_page(
         scope=query if scope is None else scope,
         key="items",
         what=what,
+        weight=weight,
+        budget=ROOM,
     )
+
+
+class CodeHit(TypedDict, total=False):
+    repo: Untrusted
+    path: Untrusted
+    sha: Untrusted
+
+
+class RepoHit(TypedDict, total=False):
+    repo: Untrusted
+    description: Untrusted
+    stars: int
+    language: Untrusted
+    private: bool | None
+    archived: bool | None
+
+
+class UserHit(TypedDict, total=False):
+    login: Untrusted
+    type: Untrusted
+
+
+def code_hit(hit: dict[str, Any]) -> CodeHit:
+    return compact(
+        CodeHit(repo=untrusted(hit, "repository", "full_name"), path=untrusted(hit, "path"), sha=untrusted(hit, "sha"))
+    )
+
+
+def code_line(hit: CodeHit) -> str:
+    return f"{hit.get('repo')}:{hit.get('path')}"
+
+
+def repo_hit(found: dict[str, Any]) -> RepoHit:
+    return compact(
+        RepoHit(
+            repo=untrusted(found, "full_name"),
+            description=untrusted(found, "description"),
+            stars=found.get("stargazers_count") or 0,
+            language=untrusted(found, "language"),
+            private=bool(found.get("private")) or None,
+            archived=bool(found.get("archived")) or None,
+        )
+    )
+
+
+def repo_line(hit: RepoHit) -> str:
+    return f"{hit.get('repo')} ★{hit.get('stars', 0)} {hit.get('language', '')}" + (
+        f": {hit['description']}" if hit.get("description") else ""
+    )
+
+
+def user_hit(user: dict[str, Any]) -> UserHit:
+    return compact(UserHit(login=untrusted(user, "login"), type=untrusted(user, "type")))
+
+
+def user_line(hit: UserHit) -> str:
+    return f"{hit.get('login')} ({said(hit.get('type'))})"
 
 
 def search_toolset(api: GitHubApi) -> Toolset:
@@ -43,13 +114,11 @@ def search_toolset(api: GitHubApi) -> Toolset:
     def search_code(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find files by content across repositories: 'def main language:python repo:o/r'."""
         query = api.allow.scope_search(query)
-        page = search_page(api, "code", query, limit=limit, cursor=cursor, what="code search")
-        items = []
-        for hit in page.items:
-            repo = str((hit.get("repository") or {}).get("full_name", ""))
-            if api.allow.allows(*split_repo(repo)):
-                items.append(compact({"repo": repo, "path": hit.get("path"), "sha": hit.get("sha")}))
-        text = fenced_lines([f"{i['repo']}:{i.get('path')}" for i in items], f"code search for {query!r}")
+        page = search_page(
+            api, "code", query, limit=limit, cursor=cursor, what="code search", weight=weigh(code_hit, code_line)
+        )
+        items = [hit for hit in map(code_hit, page.items) if api.allow.allows(*split_repo(hit.get("repo", _NONE).raw))]
+        text = fenced_lines([code_line(i) for i in items], f"code search for {Untrusted(query)}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
     @toolset.tool(title="Search repositories", read_only=True, open_world=True)
@@ -70,36 +139,27 @@ def search_toolset(api: GitHubApi) -> Toolset:
             limit=limit,
             cursor=cursor,
             what="repository search",
+            weight=weigh(repo_hit, repo_line),
         )
-        items = [
-            compact(
-                {
-                    "repo": r.get("full_name"),
-                    "description": one_line(r.get("description"), 200),
-                    "stars": r.get("stargazers_count"),
-                    "language": r.get("language"),
-                    "private": r.get("private") or None,
-                    "archived": r.get("archived") or None,
-                }
-            )
-            for r in page.items
-            if api.allow.allows(*split_repo(str(r.get("full_name", ""))))
-        ]
-        lines = [
-            f"{i['repo']} ★{i.get('stars', 0)} {i.get('language') or ''}"
-            + (f": {i['description']}" if i.get("description") else "")
-            for i in items
-        ]
+        items = [hit for hit in map(repo_hit, page.items) if api.allow.allows(*split_repo(hit.get("repo", _NONE).raw))]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
-            fenced_lines(lines, f"repositories matching {query!r}; descriptions written by their owners")
+            fenced_lines(
+                [repo_line(i) for i in items],
+                f"repositories matching {Untrusted(query)}; descriptions written by their owners",
+            )
         )
 
     @toolset.tool(title="Search users", read_only=True, open_world=True)
     def search_users(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find GitHub users or organizations by login, name, location or followers."""
-        page = search_page(api, "users", query, limit=limit, cursor=cursor, what="user search")
-        items = [compact({"login": u.get("login"), "type": u.get("type")}) for u in page.items]
-        text = fenced_lines([f"{i['login']} ({said(i.get('type'))})" for i in items], f"users matching {query!r}")
+        page = search_page(
+            api, "users", query, limit=limit, cursor=cursor, what="user search", weight=weigh(user_hit, user_line)
+        )
+        items = [user_hit(u) for u in page.items]
+        text = fenced_lines([user_line(i) for i in items], f"users matching {Untrusted(query)}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
     return toolset
+
+
+_NONE = Untrusted("")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 from urllib.parse import SplitResult
@@ -141,6 +142,7 @@ class Transport:
 
     def __init__(self, settings: GitHubSettings, api_url: str, origin: SplitResult) -> None:
         token = settings.token.get_secret_value() if settings.token else None
+        self._authorization = f"token {token}" if token else None
         self.api_url = api_url
         self.timeout_s = settings.timeout_s
         self._origin = origin
@@ -211,6 +213,44 @@ class Transport:
                 f"Cannot reach GitHub at {self.api_url} ({type(exc).__name__}).",
                 hint="Check the network or GITHUB_API_URL, then retry.",
             ) from None
+
+    @contextmanager
+    def stream(
+        self, path: str, query: dict[str, Any], headers: dict[str, str], *, what: str
+    ) -> Iterator[tuple[int, dict[str, Any], Iterator[bytes]]]:
+        """A GET whose answer is read in chunks as the caller asks for them, never whole: leaving the block early
+        drops the connection with the rest unread. PyGithub reads every answer whole (its connections ignore
+        `stream`), so a 50 MiB file was held to show 14 KB of it; this goes through the same session and retry."""
+        session: requests.Session = self._connection().session
+        sent = {"User-Agent": "mcp-server-github", **headers}
+        if self._authorization:
+            sent["Authorization"] = self._authorization
+        try:
+            response = session.get(
+                self.api_url + path,
+                params=query,
+                headers=sent,
+                stream=True,
+                timeout=self.timeout_s,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            raise Unavailable(
+                f"Cannot read {what} from GitHub at {self.api_url} ({type(exc).__name__}).", hint="Retry shortly."
+            ) from None
+        try:
+            answer = {k.lower(): v for k, v in response.headers.items()}
+            yield response.status_code, answer, _chunks(response, what)
+        finally:
+            response.close()
+
+
+def _chunks(response: requests.Response, what: str) -> Iterator[bytes]:
+    """The answer's body in chunks; a connection that drops or stalls half-way is said in the family's words."""
+    try:
+        yield from response.iter_content(chunk_size=64 * 1024)
+    except requests.RequestException as exc:
+        raise Unavailable(f"GitHub stopped sending {what} half-way ({type(exc).__name__}).", hint="Retry.") from None
 
 
 def _answer_lost(exc: requests.RequestException) -> bool:

@@ -137,9 +137,11 @@ def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
-    """`call` (a tool call on `client`, a fastmcp `Client` opened with `mode="legacy"`: ping is a handshake-era
-    request) runs while `ping` is sent three times; each answer comes within `within` seconds, so a call cannot
-    stall the server. The call's result is returned."""
+    """`call` (a tool call on `client`, a fastmcp `Client`) runs while `ping` is sent three times; each answer
+    comes within `within` seconds, so a call cannot stall the server. The call's result is returned.
+
+    `client` must be a handshake-era session (`Client(server, mode="legacy")`): the 2026-07-28 era has no `ping`
+    and answers it "Method not found"."""
     task = asyncio.ensure_future(call)
     try:
         for _ in range(3):
