@@ -531,10 +531,12 @@ def test_a_body_within_the_value_bound_is_served(roomy: tuple[str, int]) -> None
         assert wire.post(body).status_code == 200
 
 
-def test_the_configured_body_limit_is_the_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [[], ["--stateless"]], ids=["sessions", "stateless"])
+def test_the_configured_body_limit_is_the_limit(tmp_path: Path, mode: list[str]) -> None:
+    """Not the SDK's 4 MiB, which stateless mode kept."""
     limit = 8 * 1024 * 1024
     with (
-        spawn_http_server([*SERVERS["template"](tmp_path), "--max-body-bytes", str(limit)]) as (url, _p),
+        spawn_http_server([*SERVERS["template"](tmp_path), "--max-body-bytes", str(limit), *mode]) as (url, _p),
         HttpWire(url) as wire,
     ):
         wire.initialize()
