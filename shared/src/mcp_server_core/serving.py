@@ -5,6 +5,11 @@ taking new requests, lets the calls in flight finish within `drain_timeout_s`, r
 steps (pools closed, files flushed) and exits 0:
 - stdio stops reading stdin and answers what it already read, as when stdin closes;
 - HTTP stops accepting connections and lets uvicorn finish the responses it owes.
+Past the drain bound the process leaves whatever still runs (a sync tool's thread cannot be cancelled). And it
+leaves even when no Python code can run: a worker thread holding the GIL in a C call (a catastrophic `re` match)
+starves the main thread, so no signal handler, timer or event loop gets to act. For that, a small watchdog
+process waits on a pipe that faulthandler's C-level SIGTERM handler writes to (it needs no GIL); once told, it
+kills the server if it is still there a few seconds past the bound.
 
 `--workers N` forks N processes on one port; each builds its own server after the fork, so nothing (pools,
 threads, event loops) is shared. On Linux each worker listens on its own SO_REUSEPORT socket and the kernel
@@ -17,15 +22,17 @@ so it takes no connections), forwards SIGTERM / SIGINT, and replaces a worker th
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -68,13 +75,64 @@ def _arm_exit_deadline(seconds: float) -> None:
     timer.start()
 
 
+WATCHDOG_GRACE_S = 2.0
+"""After the exit deadline (drain bound + `EXIT_GRACE_S`), how long the watchdog waits before it kills."""
+
+_WATCHDOG = """
+import os, select, signal, sys, time
+server, bound = int(sys.argv[1]), float(sys.argv[2])
+said = os.read(0, 1 << 16)  # what the server's SIGTERM handler wrote, or b"" once it exited
+if not said:
+    sys.exit(0)
+deadline = time.monotonic() + bound
+while (left := deadline - time.monotonic()) > 0:
+    if select.select([0], [], [], left)[0]:
+        more = os.read(0, 1 << 16)
+        if not more:
+            sys.exit(0)
+        said += more[: 1 << 20]
+if os.getppid() == server:  # not a process that reused its id
+    os.write(2, b"still running %g s after SIGTERM (its threads when it came are below); killed\\n" % bound + said)
+    os.kill(server, signal.SIGKILL)
+"""
+
+
+@contextlib.contextmanager
+def _sigterm_watchdog(bound_s: float) -> Iterator[None]:
+    """Kill this process `bound_s` after a SIGTERM if it has not exited by then, even if no Python can run.
+
+    Armed after the serving code installed its own SIGTERM handler, which faulthandler's handler chains to."""
+    if not hasattr(faulthandler, "register"):  # pragma: no cover - Windows has no SIGTERM to watch
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # a signal handler must never block: a full pipe loses the traceback
+    watchdog = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), f"{bound_s:g}"],
+        stdin=read_end,
+        stdout=subprocess.DEVNULL,
+    )
+    os.close(read_end)
+    faulthandler.register(signal.SIGTERM, file=write_end, all_threads=True, chain=True)
+    try:
+        yield
+    finally:
+        faulthandler.unregister(signal.SIGTERM)
+        os.close(write_end)  # the watchdog reads the end of the pipe and leaves
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=1)
+
+
 async def _set_on_sigterm(stop: anyio.Event, drain_timeout: float) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+    with (
+        anyio.open_signal_receiver(signal.SIGTERM) as signals,
+        _sigterm_watchdog(drain_timeout + EXIT_GRACE_S + WATCHDOG_GRACE_S),
+    ):
         async for _ in signals:
             logger.info("SIGTERM: answering the requests in flight, then exiting")
             _arm_exit_deadline(drain_timeout + EXIT_GRACE_S)
             stop.set()
-            return
+            await anyio.sleep_forever()  # the watchdog stays armed until serving ends (this task is cancelled)
 
 
 async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -> bool:
@@ -113,6 +171,21 @@ def _draining_server_class() -> type[Any]:
             if not self.should_exit:
                 _arm_exit_deadline((self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_S + 2)
             super().handle_exit(sig, frame)
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # Inside uvicorn's capture_signals: its SIGTERM handler is installed, and the watchdog chains to it.
+            bound = (self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_S + 2 + WATCHDOG_GRACE_S
+            self._watchdog = contextlib.ExitStack()
+            self._watchdog.enter_context(_sigterm_watchdog(bound))
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                watchdog = getattr(self, "_watchdog", None)
+                if watchdog is not None:
+                    watchdog.close()
 
         async def _wait_tasks_to_complete(self) -> None:
             # uvicorn 0.55 runs this under its graceful-shutdown timeout, after it stopped accepting.
