@@ -5,6 +5,7 @@ loop's included, runs until it ends. `spin` is pure Python and busy until a file
 Each writes `started` first, so a test knows the call is running without guessing a delay.
 
     python tests/gil_holding_server.py MARKER_DIR [--transport http --port P] [--drain-timeout-s S]
+        [--call-timeout-s S]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def main() -> None:
     parser.add_argument("--transport", default="stdio")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--drain-timeout-s", type=float, default=1.0)
+    parser.add_argument("--call-timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     markers: Path = args.markers
     server = ReferenceServer("gil-holding", version="0")
@@ -42,7 +44,12 @@ def main() -> None:
             sum(range(1000))
         return "released"
 
-    settings = ServerSettings(transport=args.transport, port=args.port, drain_timeout_s=args.drain_timeout_s)
+    settings = ServerSettings(
+        transport=args.transport,
+        port=args.port,
+        drain_timeout_s=args.drain_timeout_s,
+        call_timeout_s=args.call_timeout_s,
+    )
     serve(server, settings)
 
 

@@ -1,7 +1,8 @@
 """A call that holds its worker thread cannot take the server with it: `ping` is answered while a sync tool
 spins in Python, and SIGTERM ends the process within its bound even while a tool holds the GIL in C (a
-catastrophic `re` match), when no signal handler, timer or event loop of the server can run. Real processes,
-over stdio and HTTP, with the tools of `tests/gil_holding_server.py`."""
+catastrophic `re` match), when no signal handler, timer or event loop of the server can run; such a call held
+past the call deadline stops the server without any SIGTERM (nothing in it could be served any more). Real
+processes, over stdio and HTTP, with the tools of `tests/gil_holding_server.py`."""
 
 from __future__ import annotations
 
@@ -82,3 +83,20 @@ def test_sigterm_ends_http_while_a_tool_holds_the_gil(tmp_path: Path) -> None:
         said = log.read().decode(errors="replace")
     assert "after SIGTERM" in said, said[-2000:]
     assert "hold_the_gil" in said
+
+
+def test_a_call_holding_the_gil_past_the_call_deadline_stops_the_server(tmp_path: Path) -> None:
+    """No deadline, ping or cancel can run while a call holds the GIL: past the call deadline (1 s) and the
+    watchdog's grace (5 s), the server is sent SIGTERM, and killed at the end of its drain bound."""
+    argv = [*SERVER, str(tmp_path), "--call-timeout-s", "1", "--drain-timeout-s", "0"]
+    with StdioWire(argv) as wire:
+        wire.initialize()
+        wire.send({"jsonrpc": "2.0", "id": 43, "method": "tools/call", "params": {"name": "hold_the_gil"}})
+        assert _wait_started(tmp_path) == "hold_the_gil"
+        try:
+            wire.proc.wait(timeout=EXIT_BOUND_S + 10)
+        except subprocess.TimeoutExpired:
+            wire.proc.kill()
+            pytest.fail("a call holding the GIL kept the server for ever")
+        assert "no turn of the event loop for 6 s" in wire.stderr, wire.stderr[-2000:]
+        assert "hold_the_gil" in wire.stderr
