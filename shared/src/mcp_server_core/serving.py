@@ -84,6 +84,9 @@ STARVED_GRACE_S = 5.0
 _WATCHDOG = """
 import os, select, signal, sys, time
 server, bound, starved = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+# A Ctrl-C or a supervisor's SIGTERM to the whole process group is for the server: this leaves when it does.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 said, term_at, beat_at = b"", None, time.monotonic()
 while True:
     ends = [t for t in (term_at and term_at + bound, starved and beat_at + starved) if t]
