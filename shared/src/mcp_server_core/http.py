@@ -8,7 +8,9 @@
 - Every POST body is bounded by `max_body_bytes`: a declared Content-Length over it, or a streamed body that
   grows past it, gets 413 with a JSON-RPC error before more is read. A body that is not one JSON-RPC message
   gets the same -32700 / -32600 answer as on stdio (the SDK would call a batch "invalid params" and silently
-  take `"id": true` for a notification it never answers), whatever its Content-Type says.
+  take `"id": true` for a notification it never answers), whatever its Content-Type says; so does one too costly
+  to build (more objects, arrays or values than its size allows, counted before parsing: jsonrpc.py). The body
+  is handed on, not kept, and the SDK's own buffering body cap is out of the path: one copy lives per request.
 - Each credential gets a share of what all clients share, so one cannot lock the others out: a quarter of the
   body-byte budget and of `max_connections` (its requests in flight), and `max_sessions_per_client` sessions,
   counted from the moment an initialize arrives.
