@@ -20,7 +20,7 @@ import json
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -475,10 +475,68 @@ def test_brackets_inside_strings_are_text_not_structure(template: str, template_
     assert (template_home / "notes" / "records.json").read_text() == document
 
 
-def test_the_configured_body_limit_is_the_limit(tmp_path: Path) -> None:
+SMALL_VALUES = {"strings": b'"ab",', "integers": b"1000,", "floats": b"1.5,"}
+"""One JSON value per few bytes: the parser built ~170 bytes of objects for each (+291 MiB for 8 MiB of "ab")."""
+
+
+def _body_of(item: bytes, size: int) -> bytes:
+    """A ping of about `size` bytes whose params hold an array of `item` repeated."""
+    head, tail = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"x":[', b"0]}}}"
+    return head + item * ((size - len(head) - len(tail)) // len(item)) + tail
+
+
+def _peak_growth_kib(pid: int, action: Callable[[], Any]) -> tuple[Any, int]:
+    """What `action()` returned, and how far the process's peak RSS rose above its RSS before it."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+
+    def status(key: str) -> int:
+        line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith(key))
+        return int(line.split()[1])
+
+    before = status("VmRSS:")
+    outcome = action()
+    return outcome, status("VmHWM:") - before
+
+
+@pytest.fixture(scope="module")
+def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """The template with the default 8 MiB body limit: (URL, pid)."""
+    with spawn_http_server(SERVERS["template"](tmp_path_factory.mktemp("roomy"))) as (url, process):
+        yield url, process.pid
+
+
+@pytest.mark.parametrize("shape", sorted(SMALL_VALUES))
+def test_a_body_of_small_values_is_refused_before_it_is_built(roomy: tuple[str, int], shape: str) -> None:
+    url, pid = roomy
+    body = _body_of(SMALL_VALUES[shape], 8 * 1024 * 1024 - 4096)
+    with HttpWire(url) as wire:
+        wire.initialize()
+        refused, grown = _peak_growth_kib(pid, lambda: wire.post(body))
+        assert refused.status_code == 400, refused.text[:300]
+        error = refused.json()["error"]
+        assert error["code"] == -32600
+        assert "JSON values" in error["message"], error
+        assert grown <= 4 * len(body) // 1024, f"{grown} KiB of memory for a {len(body):,}-byte body"
+        assert wire.request("ping")["result"] == {}
+
+
+def test_a_body_within_the_value_bound_is_served(roomy: tuple[str, int]) -> None:
+    """One distinct value per 128 bytes is within the bound (what it costs: bench/http_hostile.py)."""
+    url, _pid = roomy
+    head = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"x":['
+    count = (8 * 1024 * 1024 - 4096) // 128
+    body = head + b",".join(b'"%0125d"' % n for n in range(count)) + b"]}}}"
+    with HttpWire(url) as wire:
+        wire.initialize()
+        assert wire.post(body).status_code == 200
+
+
+@pytest.mark.parametrize("mode", [[], ["--stateless"]], ids=["sessions", "stateless"])
+def test_the_configured_body_limit_is_the_limit(tmp_path: Path, mode: list[str]) -> None:
+    """Not the SDK's 4 MiB, which stateless mode kept."""
     limit = 8 * 1024 * 1024
     with (
-        spawn_http_server([*SERVERS["template"](tmp_path), "--max-body-bytes", str(limit)]) as (url, _p),
+        spawn_http_server([*SERVERS["template"](tmp_path), "--max-body-bytes", str(limit), *mode]) as (url, _p),
         HttpWire(url) as wire,
     ):
         wire.initialize()

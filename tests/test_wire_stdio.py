@@ -144,6 +144,20 @@ def test_a_large_but_allowed_line_is_served(stdio: StdioWire) -> None:
     assert answer["result"] == {}
 
 
+@pytest.mark.parametrize("item", [b'"ab",', b"1000,", b"[],"], ids=["strings", "integers", "arrays"])
+def test_a_line_of_small_values_is_refused_before_it_is_built(tmp_path: Path, item: bytes) -> None:
+    """The HTTP body's cost bound holds on stdio too (one line, one message): 8 MiB of "ab" built 291 MiB."""
+    head, tail = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"x":[', b"0]}}}"
+    line = head + item * ((8 * 1024 * 1024 - 4096) // len(item)) + tail
+    with StdioWire(SERVERS["template"](tmp_path)) as wire:
+        wire.initialize()
+        wire.send(line)
+        error = wire.receive(timeout=30)["error"]
+        assert error["code"] == INVALID_REQUEST
+        assert "JSON values" in error["message"] or "JSON objects and arrays" in error["message"], error
+        assert wire.request("ping")["result"] == {}
+
+
 def test_closing_stdin_exits_cleanly_and_answers_what_was_asked(stdio: StdioWire) -> None:
     stdio.initialize()
     for request_id in range(100, 110):

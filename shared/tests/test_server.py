@@ -182,3 +182,51 @@ async def test_a_call_past_the_call_timeout_is_an_error_at_the_deadline_and_the_
             assert text(await client.call_tool_mcp("read_slowly", {})) == "read"
     finally:
         released.set()
+
+
+async def test_resource_reads_and_prompts_take_the_call_slots_and_the_call_deadline() -> None:
+    """They run domain code as tools do (a file read, a query): a slow one is an error at the deadline, and one
+    client's reads wait in its own queue of slots, past which they are refused, instead of each holding a
+    worker thread."""
+    import asyncio
+    import threading
+
+    from fastmcp.resources import FunctionResource
+
+    released = threading.Event()  # what the sync functions wait on: an upstream that never answers
+    server = ReferenceServer("deadline", version="0")
+    server.add_resource(
+        FunctionResource.from_function(lambda: released.wait(30) and "read", uri="slow://one", name="slow")
+    )
+
+    @server.prompt
+    def slow_prompt() -> str:
+        """Wait for an upstream."""
+        released.wait(30)
+        return "prompted"
+
+    server.call_timeout_s = 0.3
+    server.max_calls_per_client = 1
+    server.max_queued_calls_per_client = 1
+    try:
+        async with Client(server) as client:
+            # The guard only keeps a regression from hanging the suite; the answers come at 0.3 s and 0.6 s.
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(
+                    client.read_resource_mcp("slow://one"),
+                    client.get_prompt_mcp("slow_prompt"),
+                    client.read_resource_mcp("slow://one"),
+                    return_exceptions=True,
+                ),
+                timeout=20,
+            )
+            messages = [str(outcome) for outcome in outcomes]
+            assert all(isinstance(outcome, MCPError) for outcome in outcomes), messages
+            assert sum("did not finish within 0.3 s" in m for m in messages) == 2, messages
+            assert sum("Too many calls from this client" in m for m in messages) == 1, messages
+            assert any("Reading 'slow://one'" in m for m in messages), messages
+            released.set()
+            server.call_timeout_s = None
+            assert (await client.read_resource_mcp("slow://one")).contents[0].text == "read"  # type: ignore[union-attr]
+    finally:
+        released.set()

@@ -5,7 +5,8 @@ This is the one place where errors are translated to the wire:
 - arguments that fail the input schema are an isError result naming each bad field (SEP-1303, 2025-11-25);
 - a `ToolFailure` raised by domain code is an isError result with its actionable message;
 - any other exception is an isError result with a short masked message, its traceback only in the log;
-- a call that outlives `call_timeout_s` is an isError result at the deadline, whatever it waits on;
+- a call that outlives `call_timeout_s` is an isError result at the deadline, whatever it waits on (a resource
+  read or a prompt, an error saying so), and each takes one of its client's call slots;
 - every message is redacted of secrets.
 """
 
@@ -68,6 +69,7 @@ from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, 
 
 __all__ = ["ReferenceServer"]
 
+_Done = TypeVar("_Done")
 _Listed = TypeVar("_Listed", mcp_types.Tool, mcp_types.Resource, mcp_types.ResourceTemplate, mcp_types.Prompt)
 
 logger = logging.getLogger(__name__)
@@ -221,16 +223,19 @@ class ReferenceServer(FastMCP[Any]):
     ) -> ToolResult:
         if not run_middleware:  # the inner call of fastmcp's middleware chain: translate once, outside it
             return await super().call_tool(name, arguments, version=version, run_middleware=False)
-        async with self._client_slot():
+        async with self._client_slot(ToolError):
             return await self._call_within_limits(name, arguments, version)
 
     @asynccontextmanager
-    async def _client_slot(self) -> AsyncIterator[None]:
+    async def _client_slot(self, refusal: Callable[[str], Exception]) -> AsyncIterator[None]:
         """One of the calling client's `max_calls_per_client` slots, waited for in that client's own queue.
 
         Fairness by construction: one client's 60 slow calls occupy its own slots and queue, never another
         client's, so others are answered at once. A slot is freed when its call is answered, and an abandoned
         call's work is cancelled (cancellation.py), so abandoned calls do not pile up behind the slots either.
+        Resource reads and prompts take the same slots: they run domain code too (a file read, a query), and a
+        client reading 60 slow resources would otherwise hold 60 worker threads. Past the queue, `refusal` is
+        raised with the reason (ToolError, ResourceError, PromptError: what the client is told depends on it).
         """
         who = caller()
         slots = self._client_slots.get(who)
@@ -238,7 +243,7 @@ class ReferenceServer(FastMCP[Any]):
             slots = self._client_slots[who] = _ClientSlots(self.max_calls_per_client)
         if slots.free.locked() and slots.waiting >= self.max_queued_calls_per_client:
             self._failed("", "rate_limited")
-            raise ToolError(
+            raise refusal(
                 f"Too many calls from this client at once: {self.max_calls_per_client} running and "
                 f"{slots.waiting} waiting (the server's per-client limit). Wait for some to finish, then retry."
             )
@@ -260,7 +265,9 @@ class ReferenceServer(FastMCP[Any]):
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
     ) -> ToolResult:
         try:
-            result = await self._within_deadline(name, super().call_tool(name, arguments, version=version))
+            result = await self._within_deadline(
+                super().call_tool(name, arguments, version=version), lambda: self._call_timed_out(name)
+            )
         except (NotFoundError, DisabledError) as exc:
             if await self.get_tool(name, version=version) is None:
                 known = [t.name for t in await self.list_tools()]
@@ -337,7 +344,13 @@ class ReferenceServer(FastMCP[Any]):
         """A URI that matches a template but names nothing is -32602 with the URI, like one that matches nothing
         (one code for one condition, SEP-2164); fastmcp would answer -32603, an internal error."""
         try:
-            return await super().read_resource(uri, version=version, run_middleware=run_middleware)
+            if not run_middleware:
+                return await super().read_resource(uri, version=version, run_middleware=False)
+            async with self._client_slot(ResourceError):
+                return await self._within_deadline(
+                    super().read_resource(uri, version=version, run_middleware=True),
+                    self._too_slow(f"reading {uri!r}", ResourceError),
+                )
         except ResourceError as exc:
             # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
             failure = exc.__cause__
@@ -374,14 +387,20 @@ class ReferenceServer(FastMCP[Any]):
                         data={"name": name, "missing": missing},
                     )
         try:
-            return await super().render_prompt(name, arguments, version=version, run_middleware=run_middleware)
+            if not run_middleware:
+                return await super().render_prompt(name, arguments, version=version, run_middleware=False)
+            async with self._client_slot(PromptError):
+                return await self._within_deadline(
+                    super().render_prompt(name, arguments, version=version, run_middleware=True),
+                    self._too_slow(f"prompt {name!r}", PromptError),
+                )
         except PromptError as exc:
             if isinstance(exc.__cause__, ToolFailure):
                 raise PromptError(str(exc.__cause__)) from exc.__cause__
             raise
 
-    async def _within_deadline(self, name: str, call: Awaitable[ToolResult]) -> ToolResult:
-        """The call's result, or a ToolError once `call_timeout_s` has passed.
+    async def _within_deadline(self, call: Awaitable[_Done], timed_out: Callable[[], Awaitable[Exception]]) -> _Done:
+        """The call's result, or `await timed_out()` raised once `call_timeout_s` has passed.
 
         Cancelling is not enough: fastmcp runs a sync tool in a worker thread and waits for the thread, and a
         thread blocked on an upstream that sends a byte now and then (no per-read timeout ends that) would
@@ -405,18 +424,7 @@ class ReferenceServer(FastMCP[Any]):
                 abandonment.abandon()  # what the tool waits on is cancelled too (cancellation.py)
                 task.add_done_callback(_forget)
                 task.cancel()
-                tool = await self.get_tool(name)
-                read_only = bool(tool and tool.annotations and tool.annotations.read_only_hint)
-                after = (
-                    "Retry, or ask for less."
-                    if read_only
-                    else "It may still complete: check its effect before calling it again."
-                )
-                logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
-                raise _CallTimedOut(
-                    f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
-                    f"what it waits on is too slow right now. {after}"
-                ) from None
+                raise await timed_out() from None
             except asyncio.CancelledError:  # the client cancelled, or the server is stopping: stop the call too
                 abandonment.abandon()
                 task.cancel()
@@ -424,6 +432,32 @@ class ReferenceServer(FastMCP[Any]):
         finally:
             unwatch_call(token)
             stop_reporting(progress)
+
+    async def _call_timed_out(self, name: str) -> Exception:
+        tool = await self.get_tool(name)
+        read_only = bool(tool and tool.annotations and tool.annotations.read_only_hint)
+        after = (
+            "Retry, or ask for less."
+            if read_only
+            else "It may still complete: check its effect before calling it again."
+        )
+        logger.warning("tool %r passed the %g s call timeout and was abandoned", name, self.call_timeout_s)
+        return _CallTimedOut(
+            f"Tool {name!r} did not finish within {self.call_timeout_s:g} s (the server's call timeout); "
+            f"what it waits on is too slow right now. {after}"
+        )
+
+    def _too_slow(self, what: str, error: Callable[[str], Exception]) -> Callable[[], Awaitable[Exception]]:
+        """The timeout answer for a resource read or a prompt (`what` names it), as `error`."""
+
+        async def timed_out() -> Exception:
+            logger.warning("%s passed the %g s call timeout and was abandoned", what, self.call_timeout_s)
+            return error(
+                f"{what[0].upper()}{what[1:]} did not finish within {self.call_timeout_s:g} s (the server's call "
+                "timeout); what it waits on is too slow right now. Retry, or ask for less."
+            )
+
+        return timed_out
 
     # --- compact listings: fastmcp's own bookkeeping (tags, versions) is not for the model -------------------
 

@@ -8,7 +8,9 @@
 - Every POST body is bounded by `max_body_bytes`: a declared Content-Length over it, or a streamed body that
   grows past it, gets 413 with a JSON-RPC error before more is read. A body that is not one JSON-RPC message
   gets the same -32700 / -32600 answer as on stdio (the SDK would call a batch "invalid params" and silently
-  take `"id": true` for a notification it never answers), whatever its Content-Type says.
+  take `"id": true` for a notification it never answers), whatever its Content-Type says; so does one too costly
+  to build (more objects, arrays or values than its size allows, counted before parsing: jsonrpc.py). The body
+  is handed on, not kept, and the SDK's own buffering body cap is out of the path: one copy lives per request.
 - Each credential gets a share of what all clients share, so one cannot lock the others out: a quarter of the
   body-byte budget and of `max_connections` (its requests in flight), and `max_sessions_per_client` sessions,
   counted from the moment an initialize arrives.
@@ -20,7 +22,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import anyio
@@ -78,9 +79,6 @@ def memory_event_store(
 
 _in_flight = [0]
 
-MAX_JSON_CONTAINERS = 50_000
-"""Objects and arrays one message may hold: a real one has dozens; 4 MiB of `[{},{},...]` built a million."""
-
 
 class _Budget:
     """Request-body bytes held at once across every request of this process, and by each credential."""
@@ -107,42 +105,6 @@ class _Budget:
 
 
 _buffered = _Budget()
-
-
-_STRING = re.compile(rb'"[^"]*"')
-
-
-def _containers(body: bytes) -> int:
-    """Objects and arrays in `body`, without building them; brackets inside strings are text, not structure (a
-    JSON document sent as a string argument holds thousands).
-
-    Escaped backslashes and quotes go first (paired left to right, as a JSON reader pairs them), so no quote
-    inside a string is left to end it; then a string is a quote, anything but a quote, a quote, which never
-    backtracks. Setting strings aside costs time per string, so a body of more strings than the cap allows is
-    judged by every bracket, strings' included.
-    """
-    rough = body.count(b"{") + body.count(b"[")
-    if rough <= MAX_JSON_CONTAINERS:
-        return rough  # every bracket counted, strings' too: under the cap, the exact count is too
-    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    if unescaped.count(b'"') > 2 * MAX_JSON_CONTAINERS:
-        return rough
-    structure = _STRING.sub(b"", unescaped)
-    return structure.count(b"{") + structure.count(b"[")
-
-
-def _check_shape(body: bytes) -> None:
-    """Refuse, before building it, a body too costly to parse (parsing is the costly part). A batch is not
-    refused here by its first byte: `[` followed by broken JSON is a parse error (-32700), as on stdio, and
-    `read_message` tells the two apart once the container cap has bounded what parsing it costs."""
-    if _containers(body) > MAX_JSON_CONTAINERS:
-        raise MessageRefused(
-            error_message(
-                None,
-                INVALID_REQUEST,
-                f"Invalid Request: over {MAX_JSON_CONTAINERS:,} JSON objects and arrays in one message.",
-            )
-        )
 
 
 _Credential = tuple[str, str | None, str | None]
@@ -255,33 +217,35 @@ class RequestGuard:
             body = await self._read_body(receive, send, held, holder)
             if body is None:
                 return
-            await self._forward(scope, receive, send, body, on_endpoint)
+            # Handed over, not kept: the app's copy is the one that lives while the request is served.
+            handed = [body]
+            del body
+            await self._forward(scope, receive, send, handed, on_endpoint)
         finally:
             _buffered.give(held[0], holder=holder)
             self._opening.remove(opening)
             self._in_flight.remove(holder)
 
-    async def _forward(self, scope: Scope, receive: Receive, send: Send, body: bytes, on_endpoint: bool) -> None:
+    async def _forward(
+        self, scope: Scope, receive: Receive, send: Send, handed: list[bytes], on_endpoint: bool
+    ) -> None:
         # Every POST body is judged, whatever its Content-Type says: the readers behind disagree on what JSON is
         # (the handshake era takes any comma-separated part of the first header, the transport check any type
         # starting with application/json, the 2026 era reads the body regardless), and a guard that asked the
         # header itself let 8 MiB of `[{},...]` through to the SDK's parser past one spelling or another.
         if on_endpoint and scope["method"] == "POST":
+            self._session_manager(scope)  # tuned before its first request, in either mode
             try:
-                _check_shape(body)
-                read_message(body)
+                read_message(handed[0])  # refuses, before parsing, a body too costly to parse (jsonrpc.py)
             except MessageRefused as refused:
                 await _send_error(send, 400, refused.error)
                 return
 
-        replayed = False
-
         async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
+            if not handed:
                 return await receive()  # after the body: the disconnect a streaming response listens for
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            # Given away: holding it too while the request is served would keep a second copy of every body.
+            return {"type": "http.request", "body": handed.pop(), "more_body": False}
 
         _in_flight[0] += 1
         try:
@@ -345,8 +309,11 @@ class RequestGuard:
                 manager = getattr(target, "session_manager", None) or getattr(endpoint, "session_manager", None)
                 if manager is not None:
                     manager.max_sessions = self.settings.max_sessions
-                    # The SDK's own cap (4 MiB) would answer a bare 413 under ours: ours is the limit.
-                    manager.asgi_app.max_body_size = max(self.max_body_bytes, 1)
+                    # The SDK's own body cap (4 MiB, in stateless mode too) would answer a bare 413 under ours,
+                    # and it copies every body twice more (a bytearray, then bytes) and holds both while the
+                    # request is served. Ours is the limit, and has read the body already: the SDK's handler
+                    # takes it as it is.
+                    manager.asgi_app = manager._handle_request
                     self._manager = manager
                     break
         return self._manager

@@ -5,6 +5,11 @@ taking new requests, lets the calls in flight finish within `drain_timeout_s`, r
 steps (pools closed, files flushed) and exits 0:
 - stdio stops reading stdin and answers what it already read, as when stdin closes;
 - HTTP stops accepting connections and lets uvicorn finish the responses it owes.
+Past the drain bound the process leaves whatever still runs (a sync tool's thread cannot be cancelled). And it
+leaves even when no Python code can run: a worker thread holding the GIL in a C call (a catastrophic `re` match)
+starves the main thread, so no signal handler, timer or event loop gets to act. For that, a small watchdog
+process waits on a pipe that faulthandler's C-level SIGTERM handler writes to (it needs no GIL); once told, it
+kills the server if it is still there a few seconds past the bound.
 
 `--workers N` forks N processes on one port; each builds its own server after the fork, so nothing (pools,
 threads, event loops) is shared. On Linux each worker listens on its own SO_REUSEPORT socket and the kernel
@@ -16,16 +21,19 @@ so it takes no connections), forwards SIGTERM / SIGINT, and replaces a worker th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import faulthandler
 import functools
 import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -68,13 +76,104 @@ def _arm_exit_deadline(seconds: float) -> None:
     timer.start()
 
 
-async def _set_on_sigterm(stop: anyio.Event, drain_timeout: float) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
-            logger.info("SIGTERM: answering the requests in flight, then exiting")
-            _arm_exit_deadline(drain_timeout + EXIT_GRACE_S)
-            stop.set()
-            return
+WATCHDOG_GRACE_S = 2.0
+"""After the exit deadline (drain bound + `EXIT_GRACE_S`), how long the watchdog waits before it kills."""
+STARVED_GRACE_S = 5.0
+"""Past the call deadline, how long the event loop may go without a turn before the watchdog stops the server."""
+
+_WATCHDOG = """
+import os, select, signal, sys, time
+server, bound, starved = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+# A Ctrl-C or a supervisor's SIGTERM to the whole process group is for the server: this leaves when it does.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+said, term_at, beat_at = b"", None, time.monotonic()
+while True:
+    ends = [t for t in (term_at and term_at + bound, starved and beat_at + starved) if t]
+    wait = max(min(ends) - time.monotonic(), 0) if ends else None
+    if select.select([0], [], [], wait)[0]:
+        data = os.read(0, 1 << 16)
+        if not data:
+            sys.exit(0)  # the server exited: its end of the pipe closed
+        text = data.replace(bytes(1), b"")
+        if len(text) < len(data):
+            beat_at = time.monotonic()  # a NUL byte: its event loop had a turn
+        if text:  # its SIGTERM handler's traceback of every thread
+            said = (said + text)[: 1 << 20]
+            term_at = term_at or time.monotonic()
+        continue
+    if os.getppid() != server:  # not a process that reused its id
+        sys.exit(0)
+    if term_at is None:
+        os.write(2, b"no turn of the event loop for %g s (a call holds the GIL past the call deadline): SIGTERM\\n"
+                 % starved)
+        os.kill(server, signal.SIGTERM)  # its handler writes here, and the drain bound runs from now
+        starved = 0
+        continue
+    os.write(2, b"still running %g s after SIGTERM (its threads when it came are below); killed\\n" % bound + said)
+    os.kill(server, signal.SIGKILL)
+    sys.exit(0)
+"""
+
+
+@contextlib.contextmanager
+def _watchdog(bound_s: float, starved_s: float | None) -> Iterator[Callable[[], None]]:
+    """A watchdog process that kills this one `bound_s` after a SIGTERM if it has not exited by then, and sends
+    it SIGTERM if its event loop goes `starved_s` without a turn (a call holding the GIL in C, past the call
+    deadline: then no deadline, ping or drain can happen in here). Yields the heartbeat to call on each turn.
+
+    It needs no Python to run in here: faulthandler's C-level SIGTERM handler, armed after the serving code
+    installed its own (which it chains to), tells it over a pipe, with every thread's traceback."""
+    if not hasattr(faulthandler, "register"):  # pragma: no cover - Windows has no SIGTERM to watch
+        yield lambda: None
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # a signal handler must never block: a full pipe loses the traceback
+    watchdog = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), f"{bound_s:g}", f"{starved_s or 0:g}"],
+        stdin=read_end,
+        stdout=subprocess.DEVNULL,
+    )
+    os.close(read_end)
+    faulthandler.register(signal.SIGTERM, file=write_end, all_threads=True, chain=True)
+
+    def beat() -> None:
+        with contextlib.suppress(OSError):  # full (the watchdog reads slowly) or gone: the next beat says it
+            os.write(write_end, bytes(1))
+
+    try:
+        yield beat
+    finally:
+        faulthandler.unregister(signal.SIGTERM)
+        os.close(write_end)  # the watchdog reads the end of the pipe and leaves
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=1)
+
+
+def _starved_bound(call_timeout_s: float | None) -> float | None:
+    return None if call_timeout_s is None else call_timeout_s + STARVED_GRACE_S
+
+
+async def _heartbeat(beat: Callable[[], None], starved_s: float | None) -> None:
+    if starved_s is None:
+        return
+    while True:
+        beat()
+        await anyio.sleep(min(1.0, starved_s / 4))
+
+
+async def _set_on_sigterm(stop: anyio.Event, drain_timeout: float, starved_s: float | None) -> None:
+    with (
+        anyio.open_signal_receiver(signal.SIGTERM) as signals,
+        _watchdog(drain_timeout + EXIT_GRACE_S + WATCHDOG_GRACE_S, starved_s) as beat,
+    ):
+        async with anyio.create_task_group() as beating:
+            beating.start_soon(_heartbeat, beat, starved_s)
+            async for _ in signals:
+                logger.info("SIGTERM: answering the requests in flight, then exiting")
+                _arm_exit_deadline(drain_timeout + EXIT_GRACE_S)
+                stop.set()
+                await anyio.sleep_forever()  # the watchdog stays armed until serving ends (this task is cancelled)
 
 
 async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -> bool:
@@ -83,7 +182,7 @@ async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -
     token = set_transport("stdio")
     try:
         async with anyio.create_task_group() as signals:
-            signals.start_soon(_set_on_sigterm, stop, drain_timeout)
+            signals.start_soon(_set_on_sigterm, stop, drain_timeout, _starved_bound(server.call_timeout_s))
             async with (
                 server._lifespan_manager(),
                 stdio_transport(stop=stop, drain_timeout=drain_timeout) as (read_stream, write_stream),
@@ -96,7 +195,7 @@ async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -
     return stop.is_set()
 
 
-def _draining_server_class() -> type[Any]:
+def _draining_server_class(starved_s: float | None) -> type[Any]:
     import uvicorn
     from sse_starlette.sse import AppStatus
 
@@ -113,6 +212,22 @@ def _draining_server_class() -> type[Any]:
             if not self.should_exit:
                 _arm_exit_deadline((self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_S + 2)
             super().handle_exit(sig, frame)
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # Inside uvicorn's capture_signals: its SIGTERM handler is installed, and the watchdog chains to it.
+            bound = (self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_S + 2 + WATCHDOG_GRACE_S
+            self._watchdog = contextlib.ExitStack()
+            beat = self._watchdog.enter_context(_watchdog(bound, starved_s))
+            self._beating = asyncio.ensure_future(_heartbeat(beat, starved_s))
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                if hasattr(self, "_watchdog"):
+                    self._beating.cancel()
+                    self._watchdog.close()
 
         async def _wait_tasks_to_complete(self) -> None:
             # uvicorn 0.55 runs this under its graceful-shutdown timeout, after it stopped accepting.
@@ -150,7 +265,7 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: so
         timeout_keep_alive=5,
         limit_concurrency=settings.max_connections,
     )
-    uvicorn_server = _draining_server_class()(config)
+    uvicorn_server = _draining_server_class(_starved_bound(settings.call_timeout_s))(config)
     for signum in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
             signal.signal(signum, _ignore_signal)
