@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import Edit, apply_edits, check_hash, short_sha256
 from mcp_server_filesystem.gitignore import compile_glob
-from mcp_server_filesystem.reading import media_type, read_media, read_text, sniff_binary
+from mcp_server_filesystem.reading import MAX_MEDIA_BYTES, media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable
 from mcp_server_filesystem.search import Hit, compile_query, search_files
 from mcp_server_filesystem.walk import Entry, WalkOptions, walk
@@ -48,6 +48,8 @@ READ_BUDGET = 24_000
 MAX_MANY = 50
 MAX_HASH_BYTES = 256 * 1024 * 1024
 MAX_WRITE_CHARS = 10_000_000
+MEDIA_BUDGET = 4 * -(-MAX_MEDIA_BYTES // 3)
+"""The base64 of the largest image or audio file read_file sends (reading.py refuses bigger ones with a hint)."""
 
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
@@ -576,7 +578,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         audit_target(path)
         ws.on_change(path, listing)
 
-    @tool(title="Read file", read_only=True, open_world=False)
+    @tool(title="Read file", read_only=True, open_world=False, media_budget=MEDIA_BUDGET)
     async def read_file(
         path: str | list[str],
         offset: Offset = 1,
