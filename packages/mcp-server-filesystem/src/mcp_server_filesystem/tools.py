@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Callable
@@ -509,9 +508,10 @@ def _tree(box: Sandbox, path: str | None, depth: int, limit: int, hidden: bool, 
 
 
 def _one_word(name: str) -> str:
-    """A name as one item of a space-separated line, however it is spelled: quoted when it holds a space."""
-    if any(char.isspace() for char in name) or name.startswith('"'):
-        return json.dumps(name, ensure_ascii=False)
+    """A shown name as one item of a space-separated line: quoted when it holds a space, a quote inside written
+    `\\x22` (which `locate` reads back), so the line still splits one way only and a copied name still names it."""
+    if " " in name or '"' in name:
+        return '"' + name.replace('"', "\\x22") + '"'
     return name
 
 
