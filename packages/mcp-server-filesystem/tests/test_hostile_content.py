@@ -347,3 +347,18 @@ def test_a_planted_gitignore_cannot_stop_the_server_from_initializing(tmp_path: 
         names = {resource["name"] for resource in listed["result"]["resources"]}
         assert "kept.txt" in names
         assert "a" * 60 in names  # the glob needs a b: nothing is ignored
+
+
+async def test_a_tree_item_quoted_for_its_space_names_its_file_back(
+    tmp_path: Path, make_server: Any, call: Any
+) -> None:
+    root = tmp_path / "quoted"
+    (root / 'my "x" y\tz').mkdir(parents=True)
+    (root / 'my "x" y\tz' / "a.txt").write_text("found\n")
+    async with Client(make_server(root)) as client:
+        _, tree = await call(client, "show_tree")
+        shown = "my \\x22x\\x22 y\\tz"
+        assert f'"{shown}"/ a.txt' in tree.split("\n")
+        failed, text = await call(client, "read_file", path=f"{shown}/a.txt")
+        assert not failed, text
+        assert "```text\nfound\n```" in text
