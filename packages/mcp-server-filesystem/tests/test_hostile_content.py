@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from mcp_server_core.testing.hostile import (
     HOSTILE_NAMES,
     assert_fenced,
     assert_ping_answered_during,
+    assert_structure_one_line,
     assert_within_budget,
 )
 from mcp_server_core.untrusted import one_line
@@ -142,20 +142,6 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-def _raw_in_structure(value: Any) -> list[str]:
-    """Strings of the structured content that carry a raw control, bidi, invisible or line-breaking character."""
-    if isinstance(value, dict):
-        return [found for member in value.values() for found in _raw_in_structure(member)]
-    if isinstance(value, list):
-        return [found for item in value for found in _raw_in_structure(item)]
-    if isinstance(value, str) and any(
-        char != "\t" and (unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp"))
-        for char in value
-    ):
-        return [value[:200]]
-    return []
-
-
 @pytest.fixture
 def hostile(tmp_path: Path) -> Path:
     return plant(tmp_path / "planted")
@@ -172,7 +158,7 @@ async def test_every_tool_over_hostile_content_is_bounded_fenced_and_responsive(
     tool: str, hostile: Path, make_server: Any
 ) -> None:
     budget = _budgets(hostile)[tool]
-    # A handshake-era client: ping is a method of that era (2026-07-28 clients have no ping to send).
+    # A handshake-era client: ping is a method of that era.
     async with Client(make_server(hostile), mode="legacy") as client:
         for arguments, ok in CASES[tool]:
             result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
@@ -181,7 +167,7 @@ async def test_every_tool_over_hostile_content_is_bounded_fenced_and_responsive(
             assert bool(result.is_error) is not ok, where
             assert_within_budget(result, budget)
             assert_fenced(text, FIXTURES)
-            assert not _raw_in_structure(result.structured_content), where
+            assert_structure_one_line(result.structured_content)
 
 
 async def test_names_that_look_alike_display_apart_and_each_is_acted_on_as_named(

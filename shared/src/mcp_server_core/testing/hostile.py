@@ -5,7 +5,8 @@ A server's tests plant these in what its tools read (a file tree, a fake API's r
 tool over it; each answer must
 1. fit its budget, the whole message (`assert_within_budget`);
 2. show no fixture text outside a fence except in its one-line form (`assert_fenced`): no raw control, bidi or
-   invisible character, and no line the attacker wrote that reads as the server's own;
+   invisible character, and no line the attacker wrote that reads as the server's own; the structured content
+   carries none either (`assert_structure_one_line`);
 3. leave the server responsive: `ping` answered while the call runs (`assert_ping_answered_during`).
 
 Forks inherit it: plant the same fixtures in your own upstream's records and run the same three checks.
@@ -28,6 +29,7 @@ __all__ = [
     "HOSTILE_NAMES",
     "assert_fenced",
     "assert_ping_answered_during",
+    "assert_structure_one_line",
     "assert_within_budget",
     "message_bytes",
     "unfenced_parts",
@@ -135,9 +137,27 @@ def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
                 )
 
 
+def assert_structure_one_line(structured: Any) -> None:
+    """No string of the structured content (a `structuredContent` value) carries a raw control, bidi, invisible
+    or line-breaking character: names and labels there are one-line forms too, and a body is text a client shows
+    as it is. Tabs are allowed, as in the text."""
+    if isinstance(structured, dict):
+        for member in structured.values():
+            assert_structure_one_line(member)
+    elif isinstance(structured, list):
+        for item in structured:
+            assert_structure_one_line(item)
+    elif isinstance(structured, str):
+        raw = [char for char in structured if _shows_raw(char)]
+        assert not raw, f"raw {raw[0]!r} in the structured content's {structured[:200]!r}"
+
+
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
     """`call` (a tool call on `client`, a fastmcp `Client`) runs while `ping` is sent three times; each answer
-    comes within `within` seconds, so a call cannot stall the server. The call's result is returned."""
+    comes within `within` seconds, so a call cannot stall the server. The call's result is returned.
+
+    Open `client` with `mode="legacy"`: ping is a method of the handshake era, and a 2026-07-28 client's ping is
+    answered -32601."""
     task = asyncio.ensure_future(call)
     try:
         for _ in range(3):
