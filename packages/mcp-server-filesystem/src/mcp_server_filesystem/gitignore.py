@@ -9,8 +9,8 @@ as in git.
 A .gitignore comes with the tree, so whoever wrote the repository wrote its patterns, and a find_files glob
 comes from the model: both are matched on RE2 (`compile_linear`), in time linear in the path whatever the
 pattern (`*a*a*a*a*a*a*a*a*a*a*a*a*b` against a name of sixty `a`s took Python's `re` minutes, and the resource
-listing ran it before `initialize` could be answered). A .gitignore's rules are matched as one alternation first,
-so a path no rule matches, the common case, costs one match per file; at most `MAX_RULES` rules of at most
+listing ran it before `initialize` could be answered). A .gitignore's rules are matched as alternations of 32
+first, so a path no rule matches, the common case, costs one match per 32 rules; at most `MAX_RULES` rules of at most
 `MAX_RULE_CHARS` characters are read from one file, and a line RE2 cannot compile is skipped, as git skips a
 pattern it cannot use.
 """
