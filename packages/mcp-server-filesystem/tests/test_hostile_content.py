@@ -50,6 +50,7 @@ def plant(root: Path) -> Path:
     (root / "bodies").mkdir()
     for key, body in HOSTILE_BODIES.items():
         (root / "bodies" / f"{key}.txt").write_text(body)
+    (root / "bodies" / "controls.txt").write_text("keep\nx\x1b[2J\u202ey\n")
     (root / "lines.txt").write_text("".join(f"{WORDS} {n}\n" for n in range(200)) + "a" * 34 + "!\n")
     (root / ".gitignore").write_text("\n".join(CATASTROPHIC_GLOBS) + "\n")
     (root / ("a" * 60)).write_text("MATCH beside the glob\n")
@@ -89,6 +90,7 @@ CASES: dict[str, list[tuple[dict[str, Any], bool]]] = {
             False,
         ),
         ({"path": "bodies/comment.txt", "edits": [{"old_text": "visible", "new_text": "seen"}]}, True),
+        ({"path": "bodies/controls.txt", "edits": [{"old_text": "x\x1b[2J\u202ey", "new_text": "z"}]}, True),
     ],
     "create_directory": [({"path": f"made {name}"}, True) for name in NAMES[:4]],
     "move_path": [
@@ -130,6 +132,8 @@ CASES: dict[str, list[tuple[dict[str, Any], bool]]] = {
         ({"query": "\\x1b|\\x{202e}|\\r", "regex": True}, True),
         *[({"query": regex, "regex": True}, True) for regex in CATASTROPHIC_REGEXES],
         *[({"query": "MATCH", "glob": glob, "everything": True}, True) for glob in CATASTROPHIC_GLOBS],
+        ({"query": "\udcff", "regex": True}, False),  # lone surrogates, as JSON can spell them: refused, said why
+        ({"query": "\ud800"}, False),
     ],
 }
 
@@ -348,3 +352,11 @@ async def test_a_tree_item_quoted_for_its_space_names_its_file_back(
         failed, text = await call(client, "read_file", path=f"{shown}/a.txt")
         assert not failed, text
         assert "```text\nfound\n```" in text
+
+
+async def test_a_query_that_is_no_text_is_refused_saying_why(client: Client[Any], call: Any) -> None:
+    for arguments in ({"query": "\ud800"}, {"query": "\udcff", "regex": True}, {"query": "(?<=a)b", "regex": True}):
+        failed, text = await call(client, "search_text", **arguments)
+        assert failed
+        assert "unexpectedly" not in text
+        assert "surrogate" in text or "UTF-8" in text or "look-around" in text, text

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_server_core import cancel_on_abandon, report_progress
+from mcp_server_core import InvalidArgument, cancel_on_abandon, report_progress
 from mcp_server_core.patterns import LinearPattern, compile_linear
 from mcp_server_core.untrusted import label_safe
 
@@ -74,8 +74,15 @@ class _Query:
 def compile_query(query: str, *, regex: bool, ignore_case: bool) -> LinearPattern[bytes]:
     """The model's query compiled for the bytes of a file: an `InvalidArgument` saying what RE2 refuses."""
     source = query if regex else re.escape(query)  # Python's escapes are RE2's: a backslash before punctuation
+    try:
+        encoded = source.encode()
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            "The query holds a lone surrogate (a \\udXXX escape that is no character); files are searched as UTF-8.",
+            hint="Search for the text around it, or for a code point as \\x{...} with regex=true.",
+        ) from None
     return compile_linear(
-        source.encode("utf-8", "surrogateescape"),
+        encoded,
         ignore_case=ignore_case,
         multiline=True,
         hint="Write it in RE2 syntax (Python's without look-around, backreferences, atomic groups or possessive "
