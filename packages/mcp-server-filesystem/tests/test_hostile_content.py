@@ -296,30 +296,27 @@ def _pattern_tree(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments"),
-    [
-        *[("search_text", {"query": regex, "regex": True}) for regex in CATASTROPHIC_REGEXES],
-        *[("find_files", {"pattern": glob}) for glob in CATASTROPHIC_GLOBS],
-        *[("search_text", {"query": "MATCH", "glob": glob}) for glob in CATASTROPHIC_GLOBS],
-    ],
-)
-def test_catastrophic_patterns_answer_with_ping_answered_over_stdio(
-    tool: str, arguments: dict[str, Any], tmp_path: Path
-) -> None:
+PATTERN_ATTACKS = [
+    *[("search_text", {"query": regex, "regex": True}) for regex in CATASTROPHIC_REGEXES],
+    *[("find_files", {"pattern": glob}) for glob in CATASTROPHIC_GLOBS],
+    *[("search_text", {"query": "MATCH", "glob": glob}) for glob in CATASTROPHIC_GLOBS],
+]
+
+
+def test_catastrophic_patterns_answer_with_ping_answered_over_stdio(tmp_path: Path) -> None:
     served = _pattern_tree(tmp_path / "served")
     argv = python_module("mcp_server_filesystem", str(served), "--no-watch", "--call-timeout-s", "10")
     with StdioWire(argv) as wire:
         wire.initialize(timeout=60)
-        wire.send(
-            {"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-        )
-        wire.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
-        # Within the call's deadline and then some (a loaded machine may take seconds over a first call's imports):
-        # a backtracking engine held the GIL for minutes here, so neither the ping nor the deadline was served.
-        assert "result" in wire.response_to("ping", timeout=15)
-        answer = wire.response_to("call", timeout=15)
-        assert answer["result"].get("isError") is not True, answer
+        for number, (tool, arguments) in enumerate(PATTERN_ATTACKS):
+            call = {"name": tool, "arguments": arguments}
+            wire.send({"jsonrpc": "2.0", "id": f"call-{number}", "method": "tools/call", "params": call})
+            wire.send({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"})
+            # Within the call's deadline and then some (a loaded machine may take seconds over a first call's
+            # imports): a backtracking engine held the GIL for minutes here, so neither ping nor deadline was served.
+            assert "result" in wire.response_to(f"ping-{number}", timeout=15), tool
+            answer = wire.response_to(f"call-{number}", timeout=15)
+            assert answer["result"].get("isError") is not True, answer
 
 
 def test_a_planted_gitignore_cannot_stop_the_server_from_initializing(tmp_path: Path) -> None:
