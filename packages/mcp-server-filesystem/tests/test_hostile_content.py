@@ -56,6 +56,7 @@ def plant(root: Path) -> Path:
     (root / ("a" * 60)).write_text("MATCH beside the glob\n")
     (root / BYTE_NAME).write_text("the byte name\n")
     (root / ASCII_NAME).write_text("the ascii name\n")
+    (root / "back\\note.txt").write_text("typed\n")
     return root
 
 
@@ -188,9 +189,11 @@ async def test_names_that_look_alike_display_apart_and_each_is_acted_on_as_named
             failed, text = await call(client, "read_file", path=shown)
             assert not failed, text
             assert body in text
-        # A plain path as a user types it still names the file it spells when no other reading exists.
-        failed, text = await call(client, "read_file", path="lines.txt")
-        assert not failed
+        # A plain path as a user types it still names the file it spells when no other reading exists: `\n` in
+        # `back\note.txt` would read as a newline, but only the name with a backslash exists.
+        failed, text = await call(client, "read_file", path="back\\note.txt")
+        assert not failed, text
+        assert "```text\ntyped\n```" in text
         failed, text = await call(client, "delete_path", path=byte_shown)
         assert not failed, text
     names = os.listdir(os.fsencode(hostile))
