@@ -237,6 +237,7 @@ async def test_search_pages_so_text_and_structure_fit_and_agree(tmp_path: Path, 
     _, total = _long_path_tree(root)
     budget = _budgets(root)["search_text"]
     seen: list[str] = []
+    context: list[str] = []
     arguments: dict[str, Any] = {"query": "MATCH", "context": 10, "limit": 1000}
     async with Client(make_server(root)) as client:
         for _ in range(200):
@@ -252,12 +253,14 @@ async def test_search_pages_so_text_and_structure_fit_and_agree(tmp_path: Path, 
                 assert parsed is not None, hit
                 assert f"{parsed[3]}{parsed[2]} {parsed[4]}" in text
             seen += [hit for hit in structure["hits"] if ":MATCH" in hit]
+            context += [hit for hit in structure["hits"] if hit.endswith("-other")]
             cursor = structure.get("next_cursor")
             if cursor is None:
                 break
             assert f"next_cursor={cursor}" in text
             arguments = {**arguments, "cursor": cursor}
     assert len(seen) == total == len(set(seen))
+    assert context  # a match whose ten lines either side are over a page keeps those nearest to it
 
 
 async def test_read_file_default_fits_its_budget_and_keeps_its_continuation(

@@ -225,7 +225,12 @@ def _page_of_hits(hits: list[Hit], room: int) -> tuple[list[Hit], Hit | None]:
     kept = take_within_budget(groups, cost, room)
     shown = [hit for group in groups[:kept] for hit in group]
     if kept == 1 and cost(groups[0]) > room:
-        shown = [hit for hit in groups[0] if not hit.context]
+        # One match whose context is over the room alone: the match, and the context lines nearest to it that fit.
+        group = groups[0]
+        match = next(hit for hit in group if not hit.context)
+        nearest = sorted(group, key=lambda hit: abs(hit.line - match.line))
+        chosen = nearest[: max(take_within_budget(nearest, lambda hit: cost([hit]), room), 1)]
+        shown = [hit for hit in group if hit in chosen]
     return shown, groups[kept][0] if kept < len(groups) else None
 
 
