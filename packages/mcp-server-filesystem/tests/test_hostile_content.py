@@ -363,3 +363,29 @@ async def test_a_query_that_is_no_text_is_refused_saying_why(client: Client[Any]
         assert failed
         assert "unexpectedly" not in text
         assert "surrogate" in text or "UTF-8" in text or "look-around" in text, text
+
+
+async def test_a_cursor_into_a_file_at_the_path_limit_is_taken_back(tmp_path: Path, make_server: Any) -> None:
+    """A page can stop at a file whose path is near PATH_MAX: its cursor carries that path and must be accepted."""
+    root = tmp_path / "deepest"
+    deep = root
+    for level in range(16):
+        deep = deep / (f"l{level:02}" + "d" * 240)
+    deep.mkdir(parents=True)
+    for number in range(3):
+        (deep / f"f{number}.txt").write_text("MATCH\n")
+    async with Client(make_server(root)) as client:
+        for tool, arguments, key in (
+            ("search_text", {"query": "MATCH", "limit": 1}, "hits"),
+            ("find_files", {"pattern": "f*.txt", "limit": 1}, "paths"),
+        ):
+            found: list[str] = []
+            for _ in range(5):
+                result = await client.call_tool_mcp(tool, arguments)
+                assert not result.is_error, _text(result)[:300]
+                found += result.structured_content[key]
+                cursor = result.structured_content.get("next_cursor")
+                if cursor is None:
+                    break
+                arguments = {**arguments, "cursor": cursor}
+            assert len(found) == 3, tool
