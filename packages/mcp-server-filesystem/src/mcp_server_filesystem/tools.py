@@ -209,8 +209,8 @@ def _hit_string(hit: Hit) -> str:
 
 def _page_of_hits(hits: list[Hit], room: int) -> tuple[list[Hit], Hit | None]:
     """The leading hits that fit `room` bytes of text and as many of structure, whole matches only (a match with
-    its context lines; a first match whose context alone is over the room, without its context), and the first
-    hit of the first match left out, if any."""
+    its context lines; a first match whose context alone is over the room, with the context nearest to it that
+    fits), and the first hit of the first match left out, if any."""
     groups: list[list[Hit]] = []
     for hit in hits:
         if groups and (groups[-1][0].file, groups[-1][0].ordinal) == (hit.file, hit.ordinal):
@@ -299,8 +299,7 @@ def _text_of(
     elif not whole:
         # Not cut: the range asked for (or the tail), so where to go on is the model's own arithmetic.
         notes.append(f"[lines {piece.first}-{piece.last} of {piece.total:,}]")
-    body = piece.text.removesuffix("\n") if piece.text.endswith("\n") else piece.text
-    fenced = fence(clean(body, markup=False), what=location.shown)
+    fenced = fence(clean(piece.text.removesuffix("\n"), markup=False), what=location.shown)
     return "\n".join([fenced, *notes])
 
 
@@ -341,7 +340,8 @@ def _edit(
     check_hash(data, expected_sha256, location.shown)
     outcome = apply_edits(data, edits, location.shown)
     notes = "".join(f"{note}\n" for note in outcome.notes)
-    outcome = replace(outcome, diff="".join(f"{content_line(line)}\n" for line in outcome.diff.splitlines()))
+    # Each line of the diff ends with "\n" (editing.py): split there only, as a line may hold U+2028 and the like.
+    outcome = replace(outcome, diff="".join(f"{content_line(line)}\n" for line in outcome.diff.split("\n")[:-1]))
     if not outcome.changed:
         return f"{notes}No change: the edits leave {location.shown} as it is.", None
     if dry_run:
