@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mcp_server_filesystem.gitignore import IgnoreRules, compile_glob
+from mcp_server_filesystem.gitignore import MAX_RULE_CHARS, MAX_RULES, IgnoreRules, compile_glob
 
 
 def ignored(text: str, path: str, *, is_dir: bool = False, base: str = "") -> bool:
@@ -75,3 +75,19 @@ def test_nested_files_apply_below_their_directory_and_override_parents() -> None
 )
 def test_name_globs(glob: str, path: str, expected: bool) -> None:
     assert bool(compile_glob(glob).match(path)) is expected
+
+
+def test_a_gitignore_is_read_up_to_its_bounds_and_lines_re2_refuses_are_skipped() -> None:
+    many = "".join(f"*.ext{n}\n" for n in range(MAX_RULES)) + "late.txt\n"
+    assert ignored(many, "a.ext0")
+    assert not ignored(many, "late.txt")  # past the first MAX_RULES rules
+    long_line = "x" * MAX_RULE_CHARS + "*\n"
+    assert not ignored(long_line + "*.log\n", "x" * (MAX_RULE_CHARS + 5))
+    assert ignored(long_line + "*.log\n", "a.log")
+    assert ignored("[z-a].txt\n*.log\n", "a.log")  # a range RE2 refuses is skipped, the next rule still holds
+
+
+def test_names_that_are_not_utf8_still_match_globs() -> None:
+    name = "caf\udce9.log"  # byte 0xE9 as os.fsdecode gives it
+    assert ignored("*.log", name)
+    assert ignored("caf?.log", name)

@@ -179,7 +179,7 @@ def test_roots_are_asked_on_the_request_stream_over_http(tmp_path: Path) -> None
     argv = python_module("mcp_server_filesystem", str(tmp_path), "--no-watch")
     with spawn_http_server(argv) as (url, _process):
         inside, elsewhere = asyncio.run(scenario(url))
-    assert inside == "print('in project')\n"
+    assert inside.endswith("```text\nprint('in project')\n```")
     assert elsewhere.startswith("error: ")
     assert "outside the allowed roots" in elsewhere
 
@@ -216,5 +216,5 @@ def test_over_stdio_the_server_asks_roots_list_and_narrows(tmp_path: Path) -> No
         assert answer["result"]["isError"] is True
         assert str(tmp_path / "project") in answer["result"]["content"][0]["text"]
         inside = wire.request("tools/call", {"name": "read_file", "arguments": {"path": "main.py"}})
-        assert inside["result"]["content"][0]["text"] == "print('in project')\n"
+        assert inside["result"]["content"][0]["text"].endswith("```text\nprint('in project')\n```")
         assert wire.close() == 0

@@ -77,7 +77,7 @@ async def test_dot_dot_in_every_form_is_refused(
 async def test_dot_dot_that_stays_inside_is_fine(client: Client[Any], call: Any) -> None:
     failed, text = await call(client, "read_file", path="src/../notes.txt")
     assert not failed
-    assert text.startswith("one\n")
+    assert "```text\none\n" in text
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ async def test_symlink_chain_that_stays_inside_is_followed(client: Client[Any], 
     (root / "b").symlink_to("notes.txt")
     failed, text = await call(client, "read_file", path="a")
     assert not failed
-    assert text.startswith("one\n")
+    assert "```text\none\n" in text
 
 
 async def test_write_through_dangling_symlink_creates_nothing_outside(

@@ -13,7 +13,7 @@ from mcp_server_filesystem.walk import WalkOptions
 
 def _pages(root: Path, query: str, limit: int) -> list[tuple[str, int, str]]:
     box = Sandbox([str(root.resolve())])
-    pattern, on_bytes = compile_query(query, regex=True, ignore_case=False)
+    pattern = compile_query(query, regex=True, ignore_case=False)
     found: list[tuple[str, int, str]] = []
     resume = None
     while True:
@@ -21,7 +21,6 @@ def _pages(root: Path, query: str, limit: int) -> list[tuple[str, int, str]]:
             box,
             box.locate("."),
             pattern=pattern,
-            on_bytes=on_bytes,
             context=0,
             glob=None,
             options=WalkOptions(),

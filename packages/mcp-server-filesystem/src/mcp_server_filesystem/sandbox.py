@@ -34,10 +34,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from mcp_server_core import Conflict, InvalidArgument, NotFound, Refused, ToolFailure, os_failure
+from mcp_server_core.conventions.untrusted import from_one_line, one_line
 
 from mcp_server_filesystem.renames import exchange, rename_noreplace
 
-__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "climb", "describe_mode", "printable", "read_fd"]
+__all__ = ["TEMP_SUFFIX", "Location", "Sandbox", "Shown", "climb", "describe_mode", "printable", "read_fd"]
 
 TEMP_SUFFIX = ".mcp-tmp"
 """Suffix of the temporary files of atomic writes; the watcher ignores them."""
@@ -52,23 +53,34 @@ os.umask(_UMASK)  # read once at import, before any thread exists: umask can onl
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//\?/)")
 
 
-_ESCAPED_BYTE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+SHOWN_PATH_CHARS = 4 * 4 * MAX_PATH_CHARS
+"""A shown path is never cut below this: a path of PATH_MAX bytes escapes to at most four characters a byte
+(`\\x1b`), so every path the sandbox accepts is shown whole and can be named back."""
 
 
-def printable(text: str) -> str:
-    """A name as results show it: bytes that are not UTF-8 (surrogate escapes) become `\\xNN`, which
-    `Sandbox.locate` accepts back, so such a file can still be named (JSON cannot carry lone surrogates)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(text).decode("utf-8", "backslashreplace")
-    return text
+class Shown(str):
+    """A name or path as results show it: its one-line form (`untrusted.one_line`): newlines, control, bidi
+    and invisible characters escaped, bytes that are not UTF-8 as `\\xNN`, backslashes doubled, so a file named
+    `a.txt\\nsecret.txt` cannot print a line of its own and two names never display alike.
+
+    Its repr quotes it without escaping it again, so a message that writes `{location.shown!r}` shows the same
+    spelling a listing does, the one `Sandbox.locate` takes back.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"'{self}'"
+
+
+def printable(text: str) -> Shown:
+    """A name or path in its one-line form (see `Shown`)."""
+    return Shown(one_line(text, SHOWN_PATH_CHARS))
 
 
 def _unescape(raw: str) -> str:
-    return _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), raw)
+    """The name a shown form stands for (`from_one_line`): what a model copies from an answer names that file."""
+    return from_one_line(raw)
 
 
 def describe_mode(mode: int) -> str:
@@ -94,8 +106,8 @@ class Location:
 
     root: str
     parts: tuple[str, ...]
-    shown: str
-    """How results name it: relative to the first root when under it, else absolute."""
+    shown: Shown
+    """How results name it: relative to the first root when under it, else absolute; its one-line form."""
 
     @property
     def path(self) -> str:
@@ -106,7 +118,7 @@ class Location:
         return self.parts[-1] if self.parts else os.path.basename(self.root)
 
     def child(self, name: str) -> Location:
-        shown = printable(name) if self.shown in ("", ".") else f"{self.shown.rstrip('/')}/{printable(name)}"
+        shown = printable(name) if self.shown in ("", ".") else Shown(f"{self.shown.rstrip('/')}/{printable(name)}")
         return Location(self.root, (*self.parts, name), shown)
 
 
@@ -166,11 +178,15 @@ class Sandbox:
         if _WINDOWS_PATH.match(raw):
             raise self.refused(f"{raw!r} is a Windows path; this server runs on POSIX.")
         candidate = raw if os.path.isabs(raw) else os.path.join(self.roots[0], raw or ".")
-        if "\\x" in raw:
-            # A name shown as \xNN (not UTF-8 on disk): use the bytes it stands for, if that is what exists.
-            escaped = _unescape(candidate)
-            if escaped != candidate and os.path.lexists(escaped) and not os.path.lexists(candidate):
-                candidate = escaped
+        if "\\" in raw:
+            # A path copied from an answer is a one-line form (`a\nb`, `caf\xe9`, `back\\slash`): it names what it
+            # shows. A plain path as a user types it (`a\b`) still names the file it spells when only that exists.
+            named = _unescape(raw)
+            if "\x00" in named:
+                raise self.refused("The path contains a NUL byte (written \\x00).")
+            shown = named if os.path.isabs(named) else os.path.join(self.roots[0], named or ".")
+            if shown != candidate and (os.path.lexists(shown) or not os.path.lexists(candidate)):
+                candidate = shown
         head, leaf = os.path.split(candidate.rstrip("/") or "/")
         # A trailing slash follows the last link, as in POSIX ("link/" names the directory it points to).
         try:
@@ -208,10 +224,10 @@ class Sandbox:
                 return root
         return None
 
-    def show(self, real: str) -> str:
+    def show(self, real: str) -> Shown:
         first = self.roots[0]
         if real == first:
-            return "."
+            return Shown(".")
         prefix = first.rstrip("/") + "/"
         return printable(real[len(prefix) :] if real.startswith(prefix) else real)
 
@@ -294,12 +310,12 @@ class Sandbox:
         close = [n for n in names if unicodedata.normalize("NFC", n).casefold() == wanted]
         if close:
             return "A name that differs only in Unicode normalisation or case exists: " + ", ".join(
-                repr(n) for n in close[:3]
+                repr(printable(n)) for n in close[:3]
             )
         import difflib
 
         near = difflib.get_close_matches(location.parts[-1], names, n=3, cutoff=0.7)
-        return ("Did you mean " + " or ".join(repr(n) for n in near) + "?") if near else None
+        return ("Did you mean " + " or ".join(repr(printable(n)) for n in near) + "?") if near else None
 
     # --- leaf operations ------------------------------------------------------------------------------------
 

@@ -3,8 +3,10 @@
 No per-line Python loop: a file is read in one call, a file without a match costs one `search` in C, and
 line numbers are counted with `bytes.count` between matches. Binary files (a NUL near the start) are skipped
 and counted; files over `WHOLE_FILE_BYTES` are streamed in pieces cut at line ends, so memory stays flat.
-Patterns that are ASCII (or case-sensitive) run on bytes; a case-insensitive pattern with non-ASCII letters
-runs on the decoded text, so `É` finds `é`.
+
+The model's regex runs on RE2 (`compile_linear`), on the bytes, in time linear in the file whatever the pattern:
+`(\\w+\\s?)*zzz` over a line of seventy word characters held Python's `re`, and the GIL, for minutes. RE2 reads
+the bytes as UTF-8 and folds case by Unicode's rules, so `É` finds `é` without decoding the file.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_server_core import InvalidArgument, cancel_on_abandon, report_progress
+from mcp_server_core.conventions.patterns import LinearPattern, compile_linear
+from mcp_server_core.conventions.untrusted import label_safe
 
-from mcp_server_filesystem.gitignore import compile_glob
+from mcp_server_filesystem.gitignore import compile_glob, matchable
 from mcp_server_filesystem.reading import SNIFF_BYTES
-from mcp_server_filesystem.sandbox import _READ_FLAGS, Location, Sandbox, printable
+from mcp_server_filesystem.sandbox import _READ_FLAGS, Location, Sandbox, Shown
 from mcp_server_filesystem.walk import WalkOptions, WalkReport, walk
 
-__all__ = ["Hit", "SearchOutcome", "search_files"]
+__all__ = ["Hit", "SearchOutcome", "compile_query", "content_line", "search_files"]
 
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
 """Files up to this size are scanned as one buffer; bigger ones are streamed."""
@@ -34,10 +38,17 @@ MAX_LINE_CHARS = 300
 
 @dataclass
 class Hit:
-    path: str
+    path: Shown
+    """The file as results show it (one-line form)."""
     line: int
     text: str
+    """The line as shown: control, bidi and invisible characters escaped (tabs and backslashes kept, so code
+    reads as written), cut at `MAX_LINE_CHARS`; file content can print no line of its own."""
     context: bool = False
+    file: str = ""
+    """The file relative to where the search started, as a cursor resumes it."""
+    ordinal: int = 0
+    """Which match of its file this line is, or (a context line) belongs to: 1 for the first."""
 
 
 @dataclass
@@ -54,43 +65,59 @@ class SearchOutcome:
 class _Query:
     """What one search looks for: the same for every file and piece it scans."""
 
-    pattern: re.Pattern[Any]
-    on_bytes: bool
-    """Whether `pattern` runs on the bytes (else on the decoded text)."""
+    pattern: LinearPattern[bytes]
     needle: bytes | None
     """A case-sensitive literal every match contains, so most files are rejected by memchr."""
     context: int
 
 
-def compile_query(query: str, *, regex: bool, ignore_case: bool) -> tuple[re.Pattern[Any], bool]:
-    """The compiled pattern and whether it runs on bytes."""
-    source = query if regex else re.escape(query)
-    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
-    on_bytes = query.isascii() or not ignore_case
+def compile_query(query: str, *, regex: bool, ignore_case: bool) -> LinearPattern[bytes]:
+    """The model's query compiled for the bytes of a file: an `InvalidArgument` saying what RE2 refuses."""
+    source = query if regex else re.escape(query)  # Python's escapes are RE2's: a backslash before punctuation
     try:
-        if on_bytes:
-            return re.compile(source.encode(), flags), True
-        return re.compile(source, flags), False
-    except re.error as exc:
+        encoded = source.encode()
+    except UnicodeEncodeError:
         raise InvalidArgument(
-            f"The regex {query!r} does not compile: {exc}.", hint="Fix it, or pass regex=false to search literally."
+            "The query holds a lone surrogate (a \\udXXX escape that is no character); files are searched as UTF-8.",
+            hint="Search for the text around it, or for a code point as \\x{...} with regex=true.",
         ) from None
+    return compile_linear(
+        encoded,
+        ignore_case=ignore_case,
+        multiline=True,
+        hint="Write it in RE2 syntax (Python's without look-around, backreferences, atomic groups or possessive "
+        "quantifiers; \\w, \\d, \\s are ASCII), or pass regex=false to search literally.",
+    )
 
 
-def _clip(text: str) -> str:
-    text = text.rstrip("\r")
-    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+def content_line(text: str) -> str:
+    """A line of a file as the server's own lines show it (a hit, a diff): control, bidi, invisible and
+    line-breaking characters escaped, tabs and backslashes kept, so code reads as written and cannot print a
+    line of its own."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "\t".join(label_safe(part, 10 * len(part) + 10) for part in text.split("\t"))
 
 
-def _as_text(piece: Any) -> str:
-    return piece.decode("utf-8", "replace") if isinstance(piece, bytes) else str(piece)
+def _shown_line(piece: bytes) -> str:
+    """A line of a file as a hit shows it: see `Hit.text`."""
+    text = piece.decode("utf-8", "replace").rstrip("\r")
+    return content_line(text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…")
+
+
+@dataclass(frozen=True)
+class _File:
+    """A file being scanned: how hits name it, and how a cursor finds it again."""
+
+    shown: Shown
+    rel: str
 
 
 def _file_hits(
-    buf: Any, pattern: re.Pattern[Any], context: int, shown: str, skip: int, room: int, first_line: int = 1
+    buf: bytes, pattern: LinearPattern[bytes], context: int, file: _File, skip: int, room: int, first_line: int = 1
 ) -> tuple[list[Hit], int, bool]:
     """Hits in one buffer: (hits, match lines consumed including skipped, stopped early)."""
-    nl = b"\n" if isinstance(buf, bytes) else "\n"
+    nl = b"\n"
     hits: list[Hit] = []
     line = first_line
     counted_to = 0
@@ -111,11 +138,12 @@ def _file_hits(
         seen += 1
         position = end + 1
         if seen <= skip:
+            last_shown = line  # an earlier page showed it: no context line repeats it
             continue
         if taken >= room:
             return hits, seen - 1, True
         if context:
-            before: list[tuple[int, Any]] = []
+            before: list[tuple[int, bytes]] = []
             cursor = start
             for back in range(1, context + 1):
                 if cursor == 0 or line - back <= last_shown:
@@ -123,8 +151,8 @@ def _file_hits(
                 prev_start = buf.rfind(nl, 0, cursor - 1) + 1
                 before.append((line - back, buf[prev_start : cursor - 1]))
                 cursor = prev_start
-            hits.extend(Hit(shown, n, _clip(_as_text(t)), True) for n, t in reversed(before))
-        hits.append(Hit(shown, line, _clip(_as_text(buf[start:end]))))
+            hits.extend(Hit(file.shown, n, _shown_line(t), True, file.rel, seen) for n, t in reversed(before))
+        hits.append(Hit(file.shown, line, _shown_line(buf[start:end]), False, file.rel, seen))
         taken += 1
         last_shown = line
         if context:
@@ -136,7 +164,7 @@ def _file_hits(
                 next_end = size if next_end < 0 else next_end
                 if pattern.search(buf, cursor, next_end) is not None:
                     break  # the next line is a match: it is shown as one
-                hits.append(Hit(shown, line + ahead, _clip(_as_text(buf[cursor:next_end])), True))
+                hits.append(Hit(file.shown, line + ahead, _shown_line(buf[cursor:next_end]), True, file.rel, seen))
                 last_shown = line + ahead
                 cursor = next_end + 1
     return hits, seen, False
@@ -146,8 +174,7 @@ def search_files(
     box: Sandbox,
     start: Location,
     *,
-    pattern: re.Pattern[Any],
-    on_bytes: bool,
+    pattern: LinearPattern[bytes],
     context: int,
     glob: str | None,
     options: WalkOptions,
@@ -158,24 +185,23 @@ def search_files(
 ) -> SearchOutcome:
     """Matching lines under `start`; `needle` (a case-sensitive literal) lets most files be rejected by memchr."""
     outcome = SearchOutcome()
-    query = _Query(pattern, on_bytes, needle, context)
+    query = _Query(pattern, needle, context)
     if start.parts and stat.S_ISREG(box.lstat(start).st_mode):
         return _search_one(box, start, query, limit, resume)
     include = compile_glob(glob) if glob else None
     after, skip = resume if resume else (None, 0)
-    prefix = "" if start.shown == "." else start.shown.rstrip("/") + "/"
     entries = walk(box, start, options, after=after, inclusive=resume is not None, report=report)
-    wanted = (e for e in entries if e.kind == "file" and (include is None or include.match(e.rel)))
+    wanted = (e for e in entries if e.kind == "file" and (include is None or include.match(matchable(e.rel))))
     abandoned = threading.Event()
     with cancel_on_abandon(abandoned.set):  # a call its client cancelled, or past its deadline, stops walking
-        return _search_entries(box, wanted, query, prefix, skip, limit, outcome, abandoned)
+        return _search_entries(box, start, wanted, query, skip, limit, outcome, abandoned)
 
 
 def _search_entries(
     box: Sandbox,
+    start: Location,
     wanted: Iterator[Any],
     query: _Query,
-    prefix: str,
     skip: int,
     limit: int,
     outcome: SearchOutcome,
@@ -191,7 +217,8 @@ def _search_entries(
             continue  # gone or swapped for a symlink since the walk saw it: never followed
         try:
             room = limit - outcome.matches
-            scanned = _scan_file(fd, query, printable(prefix + entry.rel), skip, room)
+            file = _File(box.show(os.path.join(start.path, entry.rel)), entry.rel)
+            scanned = _scan_file(fd, query, file, skip, room)
         finally:
             os.close(fd)
         skip = 0
@@ -209,7 +236,7 @@ def _search_entries(
     return outcome
 
 
-def _scan_file(fd: int, query: _Query, shown: str, skip: int, room: int) -> tuple[list[Hit], int, bool] | None:
+def _scan_file(fd: int, query: _Query, file: _File, skip: int, room: int) -> tuple[list[Hit], int, bool] | None:
     """Hits in one open file, or None if it is not a regular text file.
 
     A file up to WHOLE_FILE_BYTES is read in one call and scanned as one buffer. A bigger one is streamed in
@@ -223,7 +250,7 @@ def _scan_file(fd: int, query: _Query, shown: str, skip: int, room: int) -> tupl
         data = os.read(fd, info.st_size) if info.st_size else b""
         if b"\x00" in data[:SNIFF_BYTES]:
             return None
-        return _scan_piece(data, query, shown, skip, room, 1)
+        return _scan_piece(data, query, file, skip, room, 1)
     if b"\x00" in os.pread(fd, SNIFF_BYTES, 0):
         return None
     hits: list[Hit] = []
@@ -242,7 +269,9 @@ def _scan_file(fd: int, query: _Query, shown: str, skip: int, room: int) -> tupl
                 continue
             cut = len(data) - 1 if cut < 0 else cut
             data, carry = data[: cut + 1], data[cut + 1 :]
-        piece_hits, seen, stopped = _scan_piece(data, query, shown, max(skip - consumed, 0), room - len(hits), line)
+        piece_hits, seen, stopped = _scan_piece(data, query, file, max(skip - consumed, 0), room - len(hits), line)
+        for hit in piece_hits:  # counted from the file's first match, not the piece's
+            hit.ordinal += consumed
         hits.extend(piece_hits)
         consumed += seen
         if stopped:
@@ -253,14 +282,13 @@ def _scan_file(fd: int, query: _Query, shown: str, skip: int, room: int) -> tupl
 
 
 def _scan_piece(
-    data: bytes, query: _Query, shown: str, skip: int, room: int, first_line: int
+    data: bytes, query: _Query, file: _File, skip: int, room: int, first_line: int
 ) -> tuple[list[Hit], int, bool]:
     if query.needle is not None and query.needle not in data:  # most files: one memchr-speed scan, nothing else
         return [], 0, False
-    buf: Any = data if query.on_bytes else data.decode("utf-8", "replace")
-    if query.pattern.search(buf) is None:
+    if query.pattern.search(data) is None:
         return [], 0, False
-    return _file_hits(buf, query.pattern, query.context, shown, skip, room, first_line)
+    return _file_hits(data, query.pattern, query.context, file, skip, room, first_line)
 
 
 def _search_one(
@@ -270,7 +298,7 @@ def _search_one(
     outcome = SearchOutcome()
     skip = resume[1] if resume else 0
     with box.open_file(location) as (fd, _info):
-        scanned = _scan_file(fd, query, location.shown, skip, limit)
+        scanned = _scan_file(fd, query, _File(location.shown, location.name), skip, limit)
     if scanned is None:
         outcome.skipped = 1
         return outcome

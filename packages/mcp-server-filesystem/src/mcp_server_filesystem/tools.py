@@ -5,15 +5,16 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp_server_core import (
+    DEFAULT_BUDGET,
     Conflict,
     Cursor,
     InvalidArgument,
@@ -28,16 +29,20 @@ from mcp_server_core import (
     call_context,
     decode_cursor,
     encode_cursor,
+    note_at_end,
     os_failure,
+    take_within_budget,
 )
+from mcp_server_core.conventions.budget import json_size
 from mcp_server_core.conventions.tools import MAX_MESSAGE_BYTES, unadvertised
+from mcp_server_core.conventions.untrusted import clean, fence
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_server_filesystem.editing import MAX_EDIT_BYTES, Edit, apply_edits, check_hash, short_sha256
-from mcp_server_filesystem.gitignore import compile_glob
+from mcp_server_filesystem.gitignore import compile_glob, matchable
 from mcp_server_filesystem.reading import MAX_MEDIA_BYTES, media_type, read_media, read_text, sniff_binary
 from mcp_server_filesystem.sandbox import Location, Sandbox, describe_mode, printable, read_fd
-from mcp_server_filesystem.search import Hit, compile_query, search_files
+from mcp_server_filesystem.search import Hit, compile_query, content_line, search_files
 from mcp_server_filesystem.walk import MAX_WALK_DEPTH, Entry, WalkOptions, WalkReport, walk
 
 if TYPE_CHECKING:
@@ -48,17 +53,28 @@ __all__ = ["Workspace", "files_toolset"]
 T = TypeVar("T")
 
 READ_BUDGET = 24_000
+"""read_file's default max_bytes."""
+MAX_READ_BYTES = 200_000
+READ_ANSWER_BUDGET = MAX_READ_BYTES + 2_000
+"""read_file's answer budget: the largest max_bytes of content, measured as the wire carries it, plus its fence
+and notes. So max_bytes is the bound a call asks for and gets (the default 24,000 sets the default answer), and
+the content is cut to it by read_file itself, at a line, with its own note on where to continue."""
+LISTING_ROOM = DEFAULT_BUDGET - 1_000
+"""Bytes a paged listing's items may take in the text, and as many in the structured content: the rest of the
+tool's budget is for the tally and next_cursor, so both fit whole and agree."""
 MAX_MANY = 50
 MAX_HASH_BYTES = 256 * 1024 * 1024
 MAX_WRITE_BYTES = MAX_MESSAGE_BYTES * 3 // 4
 """write_file's content bound (UTF-8 bytes), under the transports' message bound (stdio's line and HTTP's body),
 with a quarter left for JSON's escapes and the envelope: a content the tool accepts arrives, and one over it
 gets the tool's answer, not only the transport's."""
+MEDIA_BUDGET = 4 * -(-MAX_MEDIA_BYTES // 3)
+"""The base64 of the largest image or audio file read_file sends (reading.py refuses bigger ones with a hint)."""
 
 PathArg = str
 """Absolute or relative to the first root; the sandbox checks it (length, NUL, `~`, containment)."""
 Offset = Annotated[int, Field(description="1-based; -N: last N lines")]
-MaxBytes = Annotated[int, Field(ge=1_000, le=200_000, json_schema_extra=unadvertised("minimum"))]
+MaxBytes = Annotated[int, Field(ge=1_000, le=MAX_READ_BYTES, json_schema_extra=unadvertised("minimum"))]
 Everything = Annotated[bool, Field(description="Hidden, ignored too")]
 
 
@@ -131,18 +147,24 @@ class DirListing(Rendered):
     def render(self) -> str:
         if self._details:
             return self._details
-        lines = []
-        for e in self.entries:
-            if e.type == "dir":
-                lines.append(f"{e.name}/")
-            elif e.type == "symlink":
-                lines.append(f"{e.name}@ -> {e.target}")
-            else:
-                lines.append(f"{e.name}\t{_size(e.size or 0)}\t{e.modified or ''}")
+        lines = [_listing_line(e) for e in self.entries]
         if not lines:
             lines.append("(empty)")
         tail = f"({len(self.entries)} of {self._total})"
         return "\n".join([*lines, tail + (f" next_cursor={self.next_cursor}" if self.next_cursor else "")])
+
+
+def _listing_line(e: DirItem) -> str:
+    if e.type == "dir":
+        return f"{e.name}/"
+    if e.type == "symlink":
+        return f"{e.name}@ -> {e.target}"
+    return f"{e.name}\t{_size(e.size or 0)}\t{e.modified or ''}"
+
+
+def _item_cost(text: str, item: Any) -> int:
+    """What one listed item costs the answer: its bytes in the text or in the structure, whichever is more."""
+    return max(len(text.encode()) + 1, json_size(item) + 1)
 
 
 class FoundPaths(Rendered):
@@ -185,8 +207,44 @@ def _grouped(hits: list[Hit]) -> str:
         if hit.path != current:
             lines.append(hit.path)
             current = hit.path
-        lines.append(f"{hit.line}{'-' if hit.context else ':'} {hit.text}")
+        lines.append(_hit_line(hit))
     return "\n".join(lines)
+
+
+def _hit_line(hit: Hit) -> str:
+    return f"{hit.line}{'-' if hit.context else ':'} {hit.text}"
+
+
+def _hit_string(hit: Hit) -> str:
+    sep = "-" if hit.context else ":"
+    return f"{hit.path}{sep}{hit.line}{sep}{hit.text}"
+
+
+def _page_of_hits(hits: list[Hit], room: int) -> tuple[list[Hit], Hit | None]:
+    """The leading hits that fit `room` bytes of text and as many of structure, whole matches only (a match with
+    its context lines; a first match whose context alone is over the room, with the context nearest to it that
+    fits), and the first hit of the first match left out, if any."""
+    groups: list[list[Hit]] = []
+    for hit in hits:
+        if groups and (groups[-1][0].file, groups[-1][0].ordinal) == (hit.file, hit.ordinal):
+            groups[-1].append(hit)
+        else:
+            groups.append([hit])
+
+    def cost(group: list[Hit]) -> int:
+        text = len(group[0].path.encode()) + 1 + sum(len(_hit_line(hit).encode()) + 1 for hit in group)
+        return max(text, sum(json_size(_hit_string(hit)) + 1 for hit in group))
+
+    kept = take_within_budget(groups, cost, room)
+    shown = [hit for group in groups[:kept] for hit in group]
+    if kept == 1 and cost(groups[0]) > room:
+        # One match whose context is over the room alone: the match, and the context lines nearest to it that fit.
+        group = groups[0]
+        match = next(hit for hit in group if not hit.context)
+        nearest = sorted(group, key=lambda hit: abs(hit.line - match.line))
+        chosen = nearest[: max(take_within_budget(nearest, lambda hit: cost([hit]), room), 1)]
+        shown = [hit for hit in group if hit in chosen]
+    return shown, groups[kept][0] if kept < len(groups) else None
 
 
 # --- the blocking work, one function per tool --------------------------------------------------------------
@@ -199,13 +257,40 @@ def _read_one(box: Sandbox, path: str, offset: int, limit: int | None, max_bytes
         if media is not None:
             mime, data = media
             return Media(data, mime)
-    return _text_of(box, location, offset, limit, max_bytes)
+    return _text_of(box, location, offset, limit, max_bytes, closing_note=True)
 
 
-def _text_of(box: Sandbox, location: Location, offset: int, limit: int | None, max_bytes: int) -> str:
+def _within_wire_bytes(text: str, first: int, max_bytes: int) -> tuple[str, int]:
+    """The head of `text` (whole lines from line `first`) whose JSON on the wire is at most `max_bytes`, and the
+    number of its last line: quotes, backslashes and controls cost more there than in the file."""
+    if json_size(text) <= max_bytes:
+        return text, first + text.count("\n") - (1 if text.endswith("\n") else 0)
+    kept: list[str] = []
+    used = 2
+    for line in text.splitlines(keepends=True):
+        cost = json_size(line) - 2
+        if used + cost > max_bytes:
+            break
+        kept.append(line)
+        used += cost
+    if kept:
+        return "".join(kept), first + len(kept) - 1
+    head = text.split("\n", 1)[0]  # one line longer than the budget: its head, as long as it fits
+    while json_size(head) > max_bytes:
+        head = head[: max(len(head) * max_bytes // json_size(head) - 1, 0)]
+    return head, first
+
+
+def _text_of(
+    box: Sandbox, location: Location, offset: int, limit: int | None, max_bytes: int, *, closing_note: bool = False
+) -> str:
+    """The lines read, fenced as the file's content (a file is data, whoever wrote it), then where they are."""
     piece = read_text(box, location, offset=offset, limit=limit, max_bytes=max_bytes)
     if piece.total == 0:
         return "[empty file]"
+    text, last = _within_wire_bytes(piece.text, piece.first, max_bytes)
+    if len(text) < len(piece.text):
+        piece = replace(piece, text=text, last=last, cut=True)
     notes = []
     if piece.encoding not in ("utf-8",):
         notes.append(f"[decoded as {piece.encoding.removesuffix('+bom')}]")
@@ -216,21 +301,23 @@ def _text_of(box: Sandbox, location: Location, offset: int, limit: int | None, m
             "raise max_bytes or find what you need with search_text]"
         )
     elif piece.cut:
-        notes.append(
+        continuation = (
             f"[lines {piece.first}-{piece.last} of {piece.total:,}, cut at the {max_bytes:,}-byte budget; "
             f"continue with offset={piece.last + 1}]"
         )
+        if closing_note:
+            note_at_end(continuation)  # kept through any cut of the answer: the model's way on
+        else:
+            notes.append(continuation)
     elif not whole:
         # Not cut: the range asked for (or the tail), so where to go on is the model's own arithmetic.
         notes.append(f"[lines {piece.first}-{piece.last} of {piece.total:,}]")
-    text = piece.text
-    if notes and text and not text.endswith("\n"):
-        text += "\n"
-    return text + "\n".join(notes)
+    fenced = fence(clean(piece.text.removesuffix("\n"), markup=False), what=location.shown)
+    return "\n".join([fenced, *notes])
 
 
 def _read_many(box: Sandbox, paths: list[str], offset: int, limit: int | None, max_bytes: int) -> str:
-    """Each file under its own header, sharing the budget; a failing file shows its error, the rest still come."""
+    """Each file in its own fence, sharing the budget; a failing file shows its error, the rest still come."""
     share = max(max_bytes // len(paths), 1_000)
     sections = []
     for path in paths:
@@ -240,11 +327,11 @@ def _read_many(box: Sandbox, paths: list[str], offset: int, limit: int | None, m
                 head = os.pread(fd, 64, 0)
             if media_type(head, location.name) is not None and not head.isascii():
                 body = "[image or audio: read it alone to get it as media]"
-            else:
-                body = _text_of(box, location, offset, limit, share)
-            sections.append(f"==> {location.shown} <==\n{body}")
+                sections.append(f"==> {location.shown} <==\n{body}")
+            else:  # the fence's label names the file
+                sections.append(_text_of(box, location, offset, limit, share))
         except ToolFailure as exc:
-            sections.append(f"==> {path} <==\n[error: {exc}]")
+            sections.append(f"==> {printable(path)} <==\n[error: {exc}]")
     return "\n\n".join(sections)
 
 
@@ -276,6 +363,8 @@ def _edit(
     check_hash(data, expected_sha256, location.shown)
     outcome = apply_edits(data, edits, location.shown)
     notes = "".join(f"{note}\n" for note in outcome.notes)
+    # Each line of the diff ends with "\n" (editing.py): split there only, as a line may hold U+2028 and the like.
+    outcome = replace(outcome, diff="".join(f"{content_line(line)}\n" for line in outcome.diff.split("\n")[:-1]))
     if not outcome.changed:
         return f"{notes}No change: the edits leave {location.shown} as it is.", None
     if dry_run:
@@ -416,8 +505,9 @@ def _list(box: Sandbox, path: str, sort: str, hidden: bool, limit: int, cursor: 
     else:
         rows.sort(key=lambda r: (r[0].type != "dir", r[0].name))
     page = [item for item, _ in rows[start : start + limit]]
-    more = start + limit < len(rows)
-    next_cursor = encode_cursor({"offset": start + limit}, scope=scope) if more else None
+    page = page[: take_within_budget(page, lambda e: _item_cost(_listing_line(e), e.model_dump()), LISTING_ROOM)]
+    more = start + len(page) < len(rows)
+    next_cursor = encode_cursor({"offset": start + len(page)}, scope=scope) if more else None
     listing = DirListing(entries=page, next_cursor=next_cursor)
     listing._total = len(rows)
     return listing
@@ -466,9 +556,10 @@ def _tree(box: Sandbox, path: str | None, depth: int, limit: int, hidden: bool, 
 
 
 def _one_word(name: str) -> str:
-    """A name as one item of a space-separated line, however it is spelled: quoted when it holds a space."""
-    if any(char.isspace() for char in name) or name.startswith('"'):
-        return json.dumps(name, ensure_ascii=False)
+    """A shown name as one item of a space-separated line: quoted when it holds a space, a quote inside written
+    `\\x22` (which `locate` reads back), so the line still splits one way only and a copied name still names it."""
+    if " " in name or '"' in name:
+        return '"' + name.replace('"', "\\x22") + '"'
     return name
 
 
@@ -501,29 +592,31 @@ def _find(
     glob = compile_glob(pattern)
     scope = f"find:{location.path}:{pattern}:{hidden}:{gitignore}"
     after = decode_cursor(cursor, scope=scope)["after"] if cursor else None
-    prefix = "" if location.shown == "." else location.shown.rstrip("/") + "/"
     found: list[str] = []
     next_cursor = None
     last = ""
     report = WalkReport()
+    used = 0
     for entry in walk(box, location, WalkOptions(hidden=hidden, gitignore=gitignore), after=after, report=report):
-        if not glob.match(entry.rel):
+        if not glob.match(matchable(entry.rel)):
             continue
-        if len(found) == limit:
+        shown = box.show(os.path.join(location.path, entry.rel)) + ("/" if entry.kind == "dir" else "")
+        used += _item_cost(shown, shown)
+        if len(found) == limit or (found and used > LISTING_ROOM):
             next_cursor = encode_cursor({"after": last}, scope=scope)
             break
-        found.append(printable(prefix + entry.rel) + ("/" if entry.kind == "dir" else ""))
+        found.append(shown)
         last = entry.rel
     result = FoundPaths(paths=found, next_cursor=next_cursor)
-    result._note = _walk_note(report, prefix) if next_cursor is None else ""
+    result._note = _walk_note(box, location, report) if next_cursor is None else ""
     return result
 
 
-def _walk_note(report: WalkReport, prefix: str) -> str:
+def _walk_note(box: Sandbox, location: Location, report: WalkReport) -> str:
     """What a walk left out, said where the answer ends."""
     if report.too_deep is not None:
-        where = printable(prefix + report.too_deep)
-        where = where if len(where) <= 80 else f"{where[:40]}…{where[-36:]}"
+        shown = str(box.show(os.path.join(location.path, report.too_deep)))
+        where = shown if len(shown) <= 80 else f"{shown[:40]}…{shown[-36:]}"
         return f"[not searched: directories deeper than {MAX_WALK_DEPTH} levels, the first {where}]"
     if report.moved:
         return "[stopped early: a directory was moved while it was being searched; search again]"
@@ -544,7 +637,7 @@ def _search(
     cursor: str | None,
 ) -> SearchResult:
     location = box.locate(path)
-    pattern, on_bytes = compile_query(query, regex=regex, ignore_case=ignore_case)
+    pattern = compile_query(query, regex=regex, ignore_case=ignore_case)
     scope = f"search:{location.path}:{query}:{regex}:{ignore_case}:{context}:{glob}:{hidden}:{gitignore}"
     resume = None
     if cursor:
@@ -555,7 +648,6 @@ def _search(
         box,
         location,
         pattern=pattern,
-        on_bytes=on_bytes,
         context=context,
         glob=glob,
         options=WalkOptions(hidden=hidden, gitignore=gitignore),
@@ -564,16 +656,24 @@ def _search(
         needle=query.encode() if not regex and not ignore_case else None,
         report=report,
     )
+    resume = outcome.resume
+    # Paged so that the text and the structured hits both fit the budget, whole matches with their context;
+    # the room left is for the tally and a cursor as long as the deepest file's path makes it.
+    longest = max((len(hit.file) for hit in outcome.hits), default=0)
+    cursor_bytes = len(encode_cursor({"file": "f" * longest, "skip": 10**9}, scope=scope))
+    shown_hits, first_left = _page_of_hits(outcome.hits, LISTING_ROOM - cursor_bytes)
+    if first_left is not None:
+        resume = (first_left.file, first_left.ordinal - 1)
     next_cursor = None
-    if outcome.resume is not None:
-        next_cursor = encode_cursor({"file": outcome.resume[0], "skip": outcome.resume[1]}, scope=scope)
-    hits = [f"{h.path}{'-' if h.context else ':'}{h.line}{'-' if h.context else ':'}{h.text}" for h in outcome.hits]
-    result = SearchResult(hits=hits, matches=outcome.matches, next_cursor=next_cursor)
-    result._grouped = _grouped(outcome.hits)
+    if resume is not None:
+        next_cursor = encode_cursor({"file": resume[0], "skip": resume[1]}, scope=scope)
+    matches = sum(1 for hit in shown_hits if not hit.context)
+    result = SearchResult(hits=[_hit_string(hit) for hit in shown_hits], matches=matches, next_cursor=next_cursor)
+    result._grouped = _grouped(shown_hits)
     result._files_searched = outcome.files_searched
     result._skipped = outcome.skipped
     if outcome.resume is None:
-        result._note = _walk_note(report, "" if location.shown == "." else location.shown.rstrip("/") + "/")
+        result._note = _walk_note(box, location, report)
     return result
 
 
@@ -641,8 +741,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         audit_target(path)
         ws.on_change(path, listing)
 
-    # An image or audio file is the whole answer: its base64 is bounded by the largest media file read whole.
-    @tool(title="Read file", read_only=True, open_world=False, media_budget=(MAX_MEDIA_BYTES + 2) // 3 * 4)
+    @tool(title="Read file", read_only=True, open_world=False, budget=READ_ANSWER_BUDGET, media_budget=MEDIA_BUDGET)
     async def read_file(
         path: str | list[str],
         offset: Offset = 1,
@@ -766,7 +865,7 @@ def files_toolset(ws: Workspace) -> Toolset:
     async def search_text(
         query: str,
         path: PathArg | None = None,
-        regex: Annotated[bool, Field(description="Python regex")] = False,
+        regex: Annotated[bool, Field(description="RE2 regex")] = False,
         ignore_case: bool = False,
         context: Annotated[int, Field(ge=0, le=10, json_schema_extra=unadvertised("minimum"))] = 0,
         glob: Annotated[str | None, Field(description="e.g. *.py")] = None,

@@ -247,7 +247,9 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 # --- pagination: `limit` and an opaque `cursor` in, `next_cursor` out -------------------------------------
 
-_MAX_CURSOR = 4096
+_MAX_CURSOR = 16_384
+"""A cursor may carry where a page stopped, and that can be a path: a file near PATH_MAX (4,096 bytes) makes a
+cursor of over 5,000 characters, which a bound of 4,096 refused, so a search could not page past such a file."""
 
 
 def unadvertised(*keywords: str) -> Callable[[dict[str, Any]], None]:

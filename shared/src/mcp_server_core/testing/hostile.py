@@ -5,7 +5,8 @@ A server's tests plant these in what its tools read (a file tree, a fake API's r
 tool over it; each answer must
 1. fit its budget, the whole message (`assert_within_budget`);
 2. show no fixture text outside a fence except in its one-line form (`assert_fenced`): no raw control, bidi or
-   invisible character, and no line the attacker wrote that reads as the server's own;
+   invisible character, and no line the attacker wrote that reads as the server's own; the structured content
+   carries none either (`assert_structure_one_line`);
 3. leave the server responsive: `ping` answered while the call runs (`assert_ping_answered_during`).
 
 Forks inherit it: plant the same fixtures in your own upstream's records and run the same three checks.
@@ -29,6 +30,7 @@ __all__ = [
     "assert_every_tool_holds",
     "assert_fenced",
     "assert_ping_answered_during",
+    "assert_structure_one_line",
     "assert_within_budget",
     "message_bytes",
     "unfenced_parts",
@@ -134,6 +136,21 @@ def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
                 assert not any(line.startswith(part) for line in outside.split("\n")), (
                     f"a fixture's line {part[:80]!r} stands on its own line outside a fence"
                 )
+
+
+def assert_structure_one_line(structured: Any) -> None:
+    """No string of the structured content (a `structuredContent` value) carries a raw control, bidi, invisible
+    or line-breaking character: names and labels there are one-line forms too, and a body is text a client shows
+    as it is. Tabs are allowed, as in the text."""
+    if isinstance(structured, dict):
+        for member in structured.values():
+            assert_structure_one_line(member)
+    elif isinstance(structured, list):
+        for item in structured:
+            assert_structure_one_line(item)
+    elif isinstance(structured, str):
+        raw = [char for char in structured if _shows_raw(char)]
+        assert not raw, f"raw {raw[0]!r} in the structured content's {structured[:200]!r}"
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
