@@ -230,7 +230,48 @@ CONTENT_ATTACKS: list[ContentAttack] = [
         "template",
         lambda folder: _call("write_note", {"name": "big.json", "text": json.dumps(["ab"] * 100_000)}),
     ),
+    ContentAttack(
+        "search_text regex (\\w+\\s?)*zzz over 2,000 lines of 70 word characters (minutes on Python's re)",
+        "filesystem",
+        lambda folder: (
+            _planted(folder, {"words.txt": ("abcdefgh " * 8 + "!\n") * 2000})
+            or _call("search_text", {"query": r"(\w+\s?)*zzz", "regex": True})
+        ),
+    ),
+    ContentAttack(
+        "find_files *a*a*a*a*a*a*a*a*a*a*a*a*b beside a file named 'a' x 60",
+        "filesystem",
+        lambda folder: (
+            _planted(folder, {"a" * 60: "x"}) or _call("find_files", {"pattern": "*a*a*a*a*a*a*a*a*a*a*a*a*b"})
+        ),
+    ),
+    ContentAttack(
+        "search_text MATCH, context 10, limit 1000, 1,000 matches under a 3,000-byte path (was 85,565,995 bytes)",
+        "filesystem",
+        lambda folder: (
+            _planted(folder, {_LONG_PATH + "/hits.txt": ("MATCH " + "y" * 60 + "\n") * 1000})
+            or _call("search_text", {"query": "MATCH", "context": 10, "limit": 1000})
+        ),
+    ),
+    ContentAttack(
+        "run_query: one row of 1,663 columns of 999 characters, SQLite (was 2.03 MB)",
+        "db",
+        lambda folder: _call(
+            "run_query",
+            {"sql": "SELECT " + ", ".join(f"substr(hex(zeroblob(500)), 1, 999) AS c{n}" for n in range(1663))},
+        ),
+    ),
 ]
+
+_LONG_PATH = "/".join(["d" * 200] * 15)
+
+
+def _planted(folder: Path, files: dict[str, str]) -> None:
+    """Write `files` (relative path: text) under `folder`: what a hostile repository holds."""
+    for relative, text in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
 
 def _cpu_seconds(pid: int) -> float:
