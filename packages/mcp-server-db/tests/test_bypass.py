@@ -169,11 +169,13 @@ def _service(url: str) -> Engine:
     return engine
 
 
-def _victim_killer(name: str, argument: str = "text") -> str:
+def _victim_killer(name: str, argument: str = "text", returns: str = "boolean") -> str:
     """A user-defined function `name(argument)` that signals the victim session: an effect no rollback undoes."""
     body = f"SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'victim-{TAG}'"
+    if returns != "boolean":
+        body = f"SELECT ({body})::{returns}"
     quoted_body = body.replace("'", "''")
-    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
+    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS {returns} LANGUAGE sql AS '{quoted_body}'"
 
 
 class Postgres:
@@ -217,6 +219,36 @@ class Postgres:
                 "INSERT INTO guarded VALUES (1, 'a')",
                 "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",
                 'CREATE POLICY seen ON guarded USING ("Lower"(name))',
+                # Casts a type's owner defines (no superuser needed): converting a value of the type runs them.
+                "CREATE TYPE addr AS (street text)",
+                "CREATE TYPE mood AS ENUM ('ok', 'sad')",
+                "CREATE TYPE hue AS ENUM ('red')",
+                "CREATE TABLE people (id INTEGER PRIMARY KEY, a addr, m mood)",
+                "INSERT INTO people VALUES (1, ROW('x'), 'ok')",
+                "CREATE TABLE hues (id INTEGER PRIMARY KEY, h hue)",
+                "INSERT INTO hues VALUES (1, 'red')",
+                _victim_killer("addr_text", "addr", "text"),
+                _victim_killer("mood_text", "mood", "text"),
+                _victim_killer("people_text", "people", "text"),
+                _victim_killer("hue_text", "hue", "text"),
+                "CREATE CAST (addr AS text) WITH FUNCTION addr_text(addr)",
+                "CREATE CAST (mood AS text) WITH FUNCTION mood_text(mood)",
+                "CREATE CAST (people AS text) WITH FUNCTION people_text(people)",
+                "CREATE CAST (hue AS text) WITH FUNCTION hue_text(hue) AS IMPLICIT",
+                # Foreign tables reached through a parent: a partition, an inheritance child, a view of the parent.
+                "CREATE TABLE part_parent (line text) PARTITION BY LIST (line)",
+                f"CREATE FOREIGN TABLE part_child PARTITION OF part_parent DEFAULT SERVER host_files "
+                f"OPTIONS (program 'touch {OUT}')",
+                "CREATE TABLE inh_parent (line text)",
+                f"CREATE FOREIGN TABLE inh_child () INHERITS (inh_parent) SERVER host_files "
+                f"OPTIONS (program 'touch {OUT}')",
+                "CREATE VIEW parent_view AS SELECT * FROM inh_parent",
+                # Views calling built-in and extension functions that reach outside the statement.
+                f"CREATE VIEW v_kill AS SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity "
+                f"WHERE application_name = 'victim-{TAG}'",
+                f"CREATE VIEW v_dblink AS SELECT dblink_exec('dbname={self.name} user=postgres', "
+                "'DELETE FROM items') AS d",
+                "CREATE VIEW v_file AS SELECT pg_read_file('/etc/passwd') AS f",
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -348,6 +380,19 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
 ) -> None:
     before = pg.state()
     await _refused(pg_client, _sql(case, db=pg.name))
+    assert pg.state() == before
+
+
+async def test_reading_columns_of_types_with_casts_of_their_own_runs_none_of_them(
+    pg: Postgres, pg_client: Client[Any]
+) -> None:
+    """The server cuts long values in the database; it made every column text with ::text, which ran the cast a
+    type's owner defined (here: one that kills the victim session) for a plain SELECT *."""
+    before = pg.state()
+    for sql in ["SELECT * FROM people", "SELECT p.id, p.a, p.m, p FROM people p ORDER BY 1"]:
+        result = await pg_client.call_tool_mcp("run_query", {"sql": sql})
+        assert not result.is_error, result.content
+        assert result.structured_content["rows"][0][:3] == [1, "(x)", "ok"]  # type: ignore[index]
     assert pg.state() == before
 
 

@@ -396,13 +396,21 @@ def _with_cuts(row: Any) -> list[Any]:
 # PostgreSQL types whose values are small whatever the query does: sent as they are.
 _PG_FIXED_SIZE = frozenset([16, 18, 20, 21, 23, 26, 700, 701, 790, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950])
 _PG_BYTEA = 17
+_PG_TEXT = frozenset([25, 1042, 1043])
+"""text, char(n), varchar: measured and cut as they are, no conversion needed."""
 
 
 def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int) -> str:
     """The statement wrapped so that no value over `most_bytes` leaves the database: each such value is sent as
     NULL, and a last column carries its marker (its first VALUE_CHARS characters and its length; a bytea's size).
     PostgreSQL sends a value whole, up to 1 GB, and the driver holds it whole, twice over as text: a bound on
-    rows is none on bytes."""
+    rows is none on bytes.
+
+    The wrapper runs only built-in code, whatever the columns' types: a value is made text by its type's output
+    function (`format('%s', v)`, what sending it to the client runs anyway), never by a cast, which a type's
+    owner can define (`CREATE CAST (addr AS text) WITH FUNCTION f(addr)`: `v::text` ran f for a plain SELECT *);
+    every function, operator and type it names is qualified by pg_catalog, so no same-named one of the database's
+    is found first on the search path."""
     selected, markers = [], []
     for index, (name, type_oid) in enumerate(columns):
         value = f"q.c{index}"
@@ -411,20 +419,21 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
             selected.append(f"{value} AS {shown}")
             markers.append("NULL")
             continue
-        size = f"octet_length({value})" if type_oid == _PG_BYTEA else f"octet_length({value}::text)"
-        selected.append(f"CASE WHEN {size} <= {most_bytes} THEN {value} END AS {shown}")
+        as_text = value if type_oid in _PG_TEXT else f"pg_catalog.format('%s', {value})"
+        size = f"pg_catalog.octet_length({value if type_oid == _PG_BYTEA else as_text})"
+        selected.append(f"CASE WHEN {size} OPERATOR(pg_catalog.<=) {int(most_bytes)} THEN {value} END AS {shown}")
         marker = (
-            f"'<' || {size} || ' bytes>'"
+            f"pg_catalog.format('<%s bytes>', {size})"
             if type_oid == _PG_BYTEA
-            else f"left({value}::text, {VALUE_CHARS}) || '…[cut: ' || "
-            f"to_char(char_length({value}::text), 'FM999,999,999,990') || ' chars]'"
+            else f"pg_catalog.format('%s…[cut: %s chars]', pg_catalog.left({as_text}, {VALUE_CHARS}), "
+            f"pg_catalog.to_char(pg_catalog.char_length({as_text}), 'FM999,999,999,990'))"
         )
-        markers.append(f"CASE WHEN {size} > {most_bytes} THEN {marker} END")
+        markers.append(f"CASE WHEN {size} OPERATOR(pg_catalog.>) {int(most_bytes)} THEN {marker} END")
     aliases = ", ".join(f"c{index}" for index in range(len(columns)))
     # OFFSET 0 keeps the statement a subquery of its own: pulled up, each q.cN would be its expression again,
     # computed once per mention. The statement passed the guard; what wraps it is this server's.
     return (
-        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::text[] AS mcp_cuts "  # noqa: S608
+        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::pg_catalog.text[] AS mcp_cuts "  # noqa: S608
         f"FROM (SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"
     )
 
