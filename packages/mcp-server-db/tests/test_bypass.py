@@ -75,6 +75,22 @@ PG_CASES = [
     # a foreign table: its wrapper reads files, runs programs or reaches other servers
     "SELECT * FROM host_program",
     "SELECT * FROM host_view",
+    # ... or one reached through a parent: a partition or an inheritance child, read through the parent or a view
+    "SELECT count(*) FROM part_parent",
+    "SELECT * FROM inh_parent",
+    "SELECT * FROM parent_view",
+    # a view calling a built-in or an extension's function with an effect: named nowhere in the statement
+    "SELECT * FROM v_kill",
+    "SELECT * FROM v_dblink",
+    "SELECT * FROM v_file",
+    # a cast a type's owner defined, which runs where a value of that type is converted: explicitly, by the row
+    # type of a table, or implicitly to fit a built-in's argument
+    "SELECT a::text FROM people",
+    "SELECT CAST(p AS text) FROM people p",
+    "SELECT m::text FROM people",
+    "SELECT upper(h) FROM hues",
+    # a domain whose CHECK runs a function, wherever a value becomes one of it
+    "SELECT coalesce(d, 'x') FROM checked",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -235,6 +251,10 @@ class Postgres:
                 "CREATE CAST (mood AS text) WITH FUNCTION mood_text(mood)",
                 "CREATE CAST (people AS text) WITH FUNCTION people_text(people)",
                 "CREATE CAST (hue AS text) WITH FUNCTION hue_text(hue) AS IMPLICIT",
+                _victim_killer("dom_check", "text"),
+                "CREATE DOMAIN checked_text AS text CHECK (dom_check(VALUE))",
+                "CREATE TABLE checked (id INTEGER PRIMARY KEY, d checked_text)",
+                "INSERT INTO checked VALUES (1, 'a')",
                 # Foreign tables reached through a parent: a partition, an inheritance child, a view of the parent.
                 "CREATE TABLE part_parent (line text) PARTITION BY LIST (line)",
                 f"CREATE FOREIGN TABLE part_child PARTITION OF part_parent DEFAULT SERVER host_files "

@@ -26,6 +26,7 @@ from mcp_server_core import (
     upstream_span,
 )
 
+from mcp_server_db.functions import ALLOWED_NAMES, NEVER, PG_VOLATILE_READS
 from mcp_server_db.rendering import VALUE_CHARS, CutValue
 
 if TYPE_CHECKING:
@@ -143,22 +144,54 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-# What `Database.check_calls` looks for: the first piece of the database's own code (not pg_catalog's, not an
-# extension's) a statement's names can reach, as (kind, name, schema or relation).
+# What `Database.check_statement` looks for before the statement is planned: the first piece of code not known to
+# be safe that the statement's names can reach, as (kind, name, where), and every relation they reach.
 _PG_NOT_EXTENSION = (
     "NOT EXISTS (SELECT FROM pg_depend e WHERE e.classid = '{catalog}'::regclass AND e.objid = {oid} "
     "AND e.deptype = 'e')"
 )
+
+
+def _pg_safe(proc: str) -> str:
+    """SQL that is true when the pg_proc row `proc` may run: the operator allowed its name, or it is a built-in
+    (pg_catalog, created with the database: an OID below 16384) or an installed extension's, is never on the
+    list of functions that reach outside, and is immutable or stable (PostgreSQL's own promise that it changes
+    nothing) or a volatile one known to only read (random(), clock_timestamp(), pg_lock_status(), ...)."""
+    never = ",".join(sorted(NEVER))
+    reads = ",".join(sorted(ALLOWED_NAMES["postgresql"] | PG_VOLATILE_READS))
+    return (
+        f"({proc}.proname = ANY(%(allowed)s::text[]) OR ({proc}.proname <> ALL('{{{never}}}'::text[])"
+        f" AND ({proc}.provolatile <> 'v' OR {proc}.proname = ANY('{{{reads}}}'::text[]))"
+        f" AND (({proc}.oid < 16384 AND {proc}.pronamespace = 'pg_catalog'::regnamespace)"
+        f" OR NOT {_PG_NOT_EXTENSION.format(catalog='pg_proc', oid=f'{proc}.oid')})))"
+    )
+
+
 _PG_OWN_CODE = (
+    # The relations named, the relations their views read (and those views' views), and every inheritance
+    # child and partition under any of them: a read of the parent reads the children.
     "WITH RECURSIVE reached(oid) AS ("  # noqa: S608 - fixed text, every name a bound parameter
     " SELECT to_regclass(name)::oid FROM unnest(%(relations)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL"
-    " UNION SELECT d.refobjid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid JOIN pg_depend d"
-    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass),"
+    " UNION SELECT under.oid FROM reached, LATERAL (SELECT d.refobjid FROM pg_rewrite r JOIN pg_depend d"
+    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass"
+    " WHERE r.ev_class = reached.oid UNION ALL SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = reached.oid)"
+    " AS under(oid)),"
+    # Every type a value read from them can have: their columns' and row types, and the types inside those
+    # (array elements, a domain's base, a range's subtype, a composite's attributes).
+    " types(oid) AS (SELECT a.atttypid FROM reached JOIN pg_attribute a ON a.attrelid = reached.oid"
+    " AND a.attnum > 0 AND NOT a.attisdropped"
+    " UNION SELECT c.reltype FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.reltype <> 0"
+    " UNION SELECT inside.oid FROM types JOIN pg_type t ON t.oid = types.oid, LATERAL (SELECT t.typelem"
+    " UNION ALL SELECT t.typbasetype UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t.oid"
+    " UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = t.oid"
+    " UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0"
+    " AND NOT a.attisdropped) AS inside(oid) WHERE inside.oid <> 0),"
     " code(catalog, oid, via) AS ("
     " SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid"
     " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
     " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
-    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid)"
+    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid),"
+    " found(kind, name, place) AS ("
     " SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
     " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
     + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
@@ -173,21 +206,49 @@ _PG_OWN_CODE = (
     " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
     " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
     + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
-    # A relation counts when a view's definition (its views' too) or a row-level policy uses such code.
+    # A relation counts when a view's definition (its views' too) or a row-level policy uses code that may not
+    # run (a function, or an operator's), or a type of the database's own. (The catalog records no dependency on
+    # built-ins: those in a view are judged in its plan, `check_plan`.)
     + " UNION ALL SELECT 'relation', coalesce(p.proname || '()', 'operator ' || o.oprname, 'type ' || t.typname),"
     " code.via::regclass::text FROM code"
-    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
-    " AND p.pronamespace <> 'pg_catalog'::regnamespace AND p.proname <> ALL(%(allowed)s::text[])"
-    " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
-    " AND o.oprnamespace <> 'pg_catalog'::regnamespace"
+    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid AND NOT "
+    + _pg_safe("p")
+    + " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
+    " AND NOT EXISTS (SELECT FROM pg_proc f WHERE f.oid = o.oprcode AND " + _pg_safe("f") + ")"
     " LEFT JOIN pg_type t ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
     " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
-    " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL AND NOT EXISTS (SELECT FROM pg_depend e"
-    " WHERE e.classid = code.catalog AND e.objid = code.oid AND e.deptype = 'e')"
+    " AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
+    + " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL"
     # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
-    " UNION ALL SELECT 'relation', 'foreign table ' || c.oid::regclass::text, c.oid::regclass::text"
+    " UNION ALL SELECT 'foreign', c.oid::regclass::text, c.oid::regclass::text"
     " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f'"
-    " ORDER BY 1, 2 LIMIT 1"
+    # A cast between types a value can have here, whose function may not run: converting runs it. Implicit and
+    # assignment casts run unwritten (and no plan shows them); an explicit one where its target type is written.
+    " UNION ALL SELECT 'cast', f.proname, format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL)"
+    " FROM pg_cast c JOIN pg_proc f ON f.oid = c.castfunc"
+    " WHERE (c.castsource < 16384 OR c.castsource = ANY(ARRAY(SELECT oid FROM types)))"
+    " AND (c.casttarget < 16384 OR c.casttarget = ANY(ARRAY(SELECT oid FROM types)))"
+    " AND (c.castcontext <> 'e' OR (SELECT lower(typname) FROM pg_type WHERE oid = c.casttarget) = ANY(%(spelled)s))"
+    " AND NOT "
+    + _pg_safe("f")
+    # A domain's CHECK runs wherever a value becomes one (coalesce(d, 'x') makes 'x' the domain's).
+    + " UNION ALL SELECT 'domain', f.proname, format_type(t.oid, NULL) FROM types JOIN pg_type t ON t.oid = types.oid"
+    " AND t.typtype = 'd' JOIN pg_constraint k ON k.contypid = t.oid JOIN pg_depend d"
+    " ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass"
+    " JOIN pg_proc f ON f.oid = d.refobjid WHERE NOT "
+    + _pg_safe("f")
+    # What a plan calls (`check_plan`), by name as EXPLAIN shows it: every function of that name must be safe.
+    + " UNION ALL SELECT 'plan function', p.proname, n.nspname"
+    " FROM unnest(%(plan_schemas)s::text[], %(plan_names)s::text[]) AS w(schema, name)"
+    " JOIN pg_proc p ON p.proname = w.name JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " AND (w.schema = '' OR n.nspname = w.schema) WHERE NOT " + _pg_safe("p") + ")"
+    " SELECT (SELECT ARRAY[kind, name, place] FROM found ORDER BY kind, name, place LIMIT 1),"
+    " ARRAY(SELECT DISTINCT to_regclass(name)::text FROM unnest(%(relations)s::text[]) AS name"
+    " WHERE to_regclass(name) IS NOT NULL ORDER BY 1),"
+    " ARRAY(SELECT n.nspname FROM reached JOIN pg_class c ON c.oid = reached.oid"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace ORDER BY reached.oid),"
+    " ARRAY(SELECT c.relname FROM reached JOIN pg_class c ON c.oid = reached.oid ORDER BY reached.oid)"
 )
 
 _COM_RESET_CONNECTION = 0x1F
@@ -438,6 +499,70 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
     )
 
 
+_CATALOG_READ = {"mcp_operation": "describe", "stream_results": False}
+"""A check's reads: `describe` spans, and never a server-side cursor (which EXPLAIN cannot have), even on a
+connection a sample's stream left streaming (SQLAlchemy keeps execution options on the connection)."""
+
+
+def _own_code_refusal(kind: str, name: str, where: str) -> Refused:
+    """The refusal for what `_PG_OWN_CODE` found first: (kind, name, where)."""
+    if kind == "relation":
+        return Refused(
+            f"Refused: reading {where} runs {name}, which is not known to change nothing (through a view's "
+            "definition or a row-level policy), and only code known to change nothing runs here.",
+            hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
+            f"with --allow-function {name}.",
+        )
+    if kind == "foreign":
+        return Refused(
+            f"Refused: the statement reads the foreign table {name} (named, through a view, or as a partition or "
+            "inheritance child of a table it reads), whose wrapper reads files, runs programs or asks other "
+            "servers at every read; only the database's own tables are read here.",
+            hint="Query tables that are not foreign: a parent with a foreign partition or child is refused whole.",
+        )
+    if kind == "cast":
+        return Refused(
+            f"Refused: a value read here can be converted from {where} by {name}(), a cast the database defines "
+            "(a type's owner can), which may run unwritten: only built-in code runs here.",
+            hint=f"Leave out the conversion, or the column; if {name}() is safe, the server's operator can allow it "
+            f"with --allow-function {name}.",
+        )
+    if kind == "domain":
+        return Refused(
+            f"Refused: a value here can be of the domain {where}, whose CHECK runs {name}(), not built-in code: "
+            "only built-in code runs here.",
+            hint=f"Query other columns; if {name}() is safe, the server's operator can allow it with "
+            f"--allow-function {name}.",
+        )
+    if kind == "plan function":
+        return Refused(
+            f"Refused: the database's plan for this statement calls {name}() (in schema {where}), which is not "
+            "known to change nothing (reached through a view, a policy or an inlined function, or named so): "
+            "only built-in functions that change nothing run here.",
+            hint=f"Query the tables directly; if {name}() is safe, the server's operator can allow it with "
+            f"--allow-function {name}.",
+        )
+    if kind == "operator":
+        return Refused(
+            f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
+            "function of the database: only built-in code runs here.",
+            hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
+            "function with --allow-function NAME.",
+        )
+    if kind == "type":
+        return Refused(
+            f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
+            "a value of it runs its input and CHECK code, and only built-in code runs here.",
+            hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
+        )
+    return Refused(
+        f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
+        "the call could run it: only built-in functions run here.",
+        hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
+        f"it with --allow-function {name} (their choice, not the query's).",
+    )
+
+
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
@@ -639,6 +764,9 @@ class Database:
             if self.dialect == "postgresql":
                 cursor.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION {mode}")
                 cursor.execute(f"SET statement_timeout = {int(self.timeout_s * 1000)}")
+                # No JIT: it compiles at the first row, for seconds on a big plan (1.7 s for the guard's catalog
+                # query, whose recursive parts the planner overestimates), which short, bounded reads never win back.
+                cursor.execute("SET jit = off")
             else:
                 cursor.execute(f"SET SESSION TRANSACTION {mode}")
                 cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
@@ -724,64 +852,83 @@ class Database:
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
-    def check_calls(self, connection: Connection, verdict: Verdict) -> None:
-        """Refuse a statement that may run the database's own code rather than built-ins (PostgreSQL).
+    def check_statement(self, connection: Connection, verdict: Verdict) -> None:
+        """Refuse a statement that may run code other than the built-ins known to change nothing, judged where
+        the names lead (PostgreSQL: the catalog, then the plan; MariaDB: the views' definitions).
 
         PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
         pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
         pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
         named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
-        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); and reading a
-        view runs the functions in its definition, reading a table those of its row-level policies, reading a
-        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server). The guard
-        judges names, so only the database can say what they reach. Functions, types and operators of an
-        installed extension do not count (packaged code the database's administrator chose, like the built-ins;
-        the guard's lists still judge function names), nor do functions the operator allowed. MariaDB runs its
-        built-in whatever a stored function is named, and SQLite has no functions the server did not register.
+        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); reading a view
+        runs the functions in its definition, reading a table those of its row-level policies, reading a
+        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server), reading a parent
+        table its partitions and inheritance children; and converting a value runs the cast its type's owner
+        defined (`CREATE CAST (addr AS text) WITH FUNCTION f`), implicitly too. The catalog is read first, before
+        anything is planned (planning runs immutable functions on constants); then the plan of reading the
+        relations named (`check_plan`).
+        Functions, types and operators of an installed extension count as built-ins when they are immutable or
+        stable; functions the operator allowed always run. MariaDB runs its built-in whatever a stored function
+        is named, and SQLite has no functions the server did not register.
         """
-        reached = {
-            "functions": sorted(verdict.calls - self.allowed_functions),
-            "types": sorted(verdict.types),
-            "operators": sorted(verdict.operators),
-            "relations": sorted(verdict.relations),
-        }
         if self.dialect in ("mysql", "mariadb"):
             self._check_views(connection, verdict.relations)
-        if self.dialect != "postgresql" or not any(reached.values()):
+        if self.dialect != "postgresql" or not (verdict.calls | verdict.types | verdict.operators | verdict.relations):
             return
-        reached["allowed"] = sorted(self.allowed_functions)
-        found = connection.exec_driver_sql(
-            _PG_OWN_CODE, reached, execution_options={"mcp_operation": "describe"}
-        ).first()
-        if found is None:
-            return
-        kind, name, where = found
-        if kind == "relation":
-            raise Refused(
-                f"Refused: reading {where} runs {name}, not built-in code inside this database (through a view's "
-                "definition, a row-level policy or a foreign table's wrapper), and only that runs here.",
-                hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
-                f"with --allow-function {name}.",
-            )
-        if kind == "operator":
-            raise Refused(
-                f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
-                "function of the database: only built-in code runs here.",
-                hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
-                "function with --allow-function NAME.",
-            )
-        if kind == "type":
-            raise Refused(
-                f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
-                "a value of it runs its input and CHECK code, and only built-in code runs here.",
-                hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
-            )
-        raise Refused(
-            f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
-            "the call could run it: only built-in functions run here.",
-            hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
-            f"it with --allow-function {name} (their choice, not the query's).",
-        )
+        named, reached = self._check_catalog(connection, verdict=verdict)
+        if named:
+            self.check_plan(connection, named, judged=reached)
+
+    def _check_catalog(
+        self,
+        connection: Connection,
+        *,
+        verdict: Verdict | None = None,
+        relations: Iterable[str] = (),
+        plan_functions: Iterable[tuple[str, str]] = (),
+    ) -> tuple[list[str], set[tuple[str, str]]]:
+        """One catalog read (`_PG_OWN_CODE`): refuse the first code found that may not run; else the relations
+        named that exist (as SQL names) and every relation reached, as (schema, name)."""
+        called = sorted(plan_functions)
+        names = {
+            "functions": sorted(verdict.calls - self.allowed_functions) if verdict else [],
+            "types": sorted(verdict.types) if verdict else [],
+            "spelled": sorted(verdict.types | verdict.calls) if verdict else [],
+            "operators": sorted(verdict.operators) if verdict else [],
+            "relations": sorted(verdict.relations if verdict else relations),
+            "allowed": sorted(self.allowed_functions),
+            "plan_schemas": [schema for schema, _ in called],
+            "plan_names": [name for _, name in called],
+        }
+        found, named, schemas, relnames = connection.exec_driver_sql(
+            _PG_OWN_CODE, names, execution_options=_CATALOG_READ
+        ).one()
+        if found is not None:
+            raise _own_code_refusal(*found)
+        return list(named), set(zip(schemas, relnames, strict=True))
+
+    def check_plan(self, connection: Connection, relations: list[str], *, judged: set[tuple[str, str]]) -> None:
+        """Refuse reading relations whose plan runs what may not run (PostgreSQL): the database is asked, under
+        the same role and settings, how it reads them all (`EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM a, b`,
+        which plans without executing: views expanded, partitions and inheritance children added, row-level
+        policies applied, SQL functions inlined), and every node is walked (`plan_facts`). A node that is not a
+        plain read (a foreign table under a parent, a custom scan) is refused; the functions its expressions
+        name, and any relation it scans that the catalog check did not reach (`judged`), are judged as the
+        catalog check judges them, in one more catalog read, made only when there are any (a plain table's plan
+        names none). The statement's own plan is not asked for: its calls are the parser's to judge by name, and
+        planning folds its constants into the plan (`repeat('x', 300000000)` would be 300 MB of EXPLAIN). A plan
+        that cannot be had fails the call as the statement would; one that cannot be read refuses it."""
+        from mcp_server_db.plan import plan_facts
+
+        explained = connection.exec_driver_sql(
+            f"EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM {', '.join(relations)}",  # noqa: S608 - names from regclass::text
+            execution_options=_CATALOG_READ,
+        ).scalar()
+        facts = plan_facts(explained)
+        unjudged = facts.relations - judged
+        if unjudged or facts.functions:
+            quoted = [".".join('"' + part.replace('"', '""') + '"' for part in pair) for pair in unjudged]
+            self._check_catalog(connection, relations=quoted, plan_functions=facts.functions)
 
     def _check_views(self, connection: Connection, relations: Iterable[str], depth: int = 0) -> None:
         """MariaDB: a view runs as its definer, stored functions and all, for whoever reads it; its definition is

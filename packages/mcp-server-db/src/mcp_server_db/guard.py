@@ -16,7 +16,7 @@ Three steps, each an allowlist:
    only as `pg_catalog.`, and a cast may only name a built-in type (a user-defined type's input function is code
    too). The names called are handed on: on PostgreSQL a listed name can still resolve to a function of that
    name in another schema (an overload, `public.upper(integer)`), which only the database knows of
-   (`Database.check_calls`). The engine layer (database.py) runs what passes in a read-only transaction as a
+   (`Database.check_statement`). The engine layer (database.py) runs what passes in a read-only transaction as a
    role checked at connect; neither layer alone is the promise.
 """
 
@@ -63,16 +63,16 @@ class Verdict(NamedTuple):
     leading EXPLAIN, its colons inside quotes escaped (`\\:`) so that text() leaves them as they are."""
     explain: bool
     calls: frozenset[str]
-    """Every function name the statement calls, as the engine resolves it (for `Database.check_calls`)."""
+    """Every function name the statement calls, as the engine resolves it (for `Database.check_statement`)."""
     types: frozenset[str] = frozenset()
     """Every name a type the statement makes a value of (a cast, a typed literal, a column definition) may have
-    been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_calls`)."""
+    been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_statement`)."""
     operators: frozenset[str] = frozenset()
     """PostgreSQL: every operator name the text may hold, read as PostgreSQL reads operators (a run of operator
-    characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_calls`)."""
+    characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_statement`)."""
     relations: frozenset[str] = frozenset()
     """Every relation the statement names (PostgreSQL: as written; MariaDB: schema.name), since a view runs its
-    definition and, on PostgreSQL, a table its row-level policies (for `Database.check_calls`)."""
+    definition and, on PostgreSQL, a table its row-level policies (for `Database.check_statement`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -272,7 +272,7 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
 
 
 def _relation(table: exp.Table, dialect: str) -> str | None:
-    """A relation's name for `Database.check_calls`: PostgreSQL's to_regclass reads it as written, MariaDB's
+    """A relation's name for `Database.check_statement`: PostgreSQL's to_regclass reads it as written, MariaDB's
     catalog holds the names themselves; None where nothing can run (SQLite's views call built-ins only; DUAL)."""
     if dialect == "sqlite" or (dialect != "postgresql" and not table.db and table.name.lower() == "dual"):
         return None

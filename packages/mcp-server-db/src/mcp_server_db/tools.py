@@ -226,7 +226,7 @@ def query_toolset(db: Database) -> Toolset:
         # are cut, and the page stops at QUERY_ROWS or the byte budget in text and in structured content alike.
         # No cursor: SQL pages itself (LIMIT/OFFSET), which the model writes anyway, and the schema stays small.
         with db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection:
-            db.check_calls(connection, verdict)
+            db.check_statement(connection, verdict)
             try:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
@@ -276,7 +276,7 @@ def analysis_toolset(db: Database) -> Toolset:
 
         verdict = check_read_only(sql, db.dialect, db.allowed_functions)
         with db.connect() as connection:
-            db.check_calls(connection, verdict)  # planning folds constant calls and casts: it runs them too
+            db.check_statement(connection, verdict)  # planning folds constant calls and casts: it runs them too
             result = db.execute(connection, _explain_sql(db, verdict.statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
         return QueryPlan(plan=plan)
