@@ -25,6 +25,7 @@ from mcp_server_core import (
     start_upstream_span,
     upstream_span,
 )
+from mcp_server_core.cancellation import current_abandonment
 
 from mcp_server_db.functions import ALLOWED_NAMES, NEVER, PG_VOLATILE_READS
 from mcp_server_db.rendering import VALUE_CHARS, CutValue
@@ -46,6 +47,7 @@ __all__ = [
     "Progress",
     "RowStream",
     "SchemaCache",
+    "UnknownColumn",
     "sample_path",
     "statement_kind",
 ]
@@ -499,6 +501,37 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
     )
 
 
+_MY_STOPPED = frozenset([1317, 1969, 3024])
+"""MariaDB's and MySQL's codes for a query interrupted (KILL QUERY) or past max_statement_time / max_execution_time."""
+_MISSING_COLUMN = {
+    "postgresql": re.compile(r'column (?:"((?:[^"]|"")+)"|(\S+)) does not exist'),
+    "mysql": re.compile(r"Unknown column '([^']+)'"),
+    "sqlite": re.compile(r"no such column: (\S+)"),
+}
+
+
+class UnknownColumn(InvalidArgument):
+    """The statement names a column its tables do not have; the tools add the close ones (`column` is its name)."""
+
+    def __init__(self, column: str, message: str) -> None:
+        self.column = column
+        super().__init__(message)
+
+
+def _missing_column(dialect: str, orig: Any, message: str) -> str | None:
+    """The column a statement failed for not finding, told by the engine's code where it has one."""
+    if dialect == "postgresql" and getattr(orig, "sqlstate", None) != "42703":
+        return None
+    if dialect in ("mysql", "mariadb") and (getattr(orig, "args", None) or (None,))[0] != 1054:
+        return None
+    pattern = _MISSING_COLUMN["mysql" if dialect == "mariadb" else dialect]
+    match = pattern.search(message)
+    if match is None:
+        return None
+    name = next(group for group in match.groups() if group is not None)
+    return name.replace('""', '"') if match.group(1) and dialect == "postgresql" else name.rpartition(".")[2]
+
+
 _CATALOG_READ = {"mcp_operation": "describe", "stream_results": False}
 """A check's reads: `describe` spans, and never a server-side cursor (which EXPLAIN cannot have), even on a
 connection a sample's stream left streaming (SQLAlchemy keeps execution options on the connection)."""
@@ -698,6 +731,11 @@ class Database:
     def _statement_started(
         self, conn: Connection, _cursor: Any, statement: str, _params: Any, context: Any, _many: bool
     ) -> None:
+        abandonment = current_abandonment()
+        if abandonment is not None and abandonment.abandoned:
+            # Its cancel reached the database between two statements of the call (a check's and the query's):
+            # what follows would run on, uncancelled, for nobody.
+            raise Unavailable("The call was abandoned; its next statement was not sent.")
         if context is None:
             return
         operation = context.execution_options.get("mcp_operation") or statement_kind(statement)
@@ -824,7 +862,7 @@ class Database:
         a top-level SELECT may send back on MariaDB (sql_select_limit), whose streamed results otherwise must be
         read to their end before the connection can be used again.
         """
-        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError, StatementError
 
         engine = self.writer if write else self.engine
         if engine is None:
@@ -849,6 +887,13 @@ class Database:
                     connection.rollback()
         except DBAPIError as exc:
             raise self._failure(exc, connecting=not connected) from None
+        except StatementError as exc:  # SQLAlchemy's own, before anything reached the database
+            if placeholder := re.search(r"bind parameter '([^']+)'", str(exc.orig)):
+                name = placeholder.group(1)
+                raise InvalidArgument(
+                    f"No value for the placeholder :{name}.", hint=f'Add it to params: {{"{name}": ...}}.'
+                ) from None
+            raise InvalidArgument(f"The statement could not be sent: {type(exc.orig).__name__}.") from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
@@ -987,7 +1032,6 @@ class Database:
 
     def _failure(self, exc: DBAPIError, *, connecting: bool) -> Exception:
         message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
-        lowered = message.lower()
         # Failing to connect is never the statement's fault, whatever the driver calls it (psycopg and
         # PyMySQL both raise OperationalError for a refused or cut connection, as they do for bad SQL).
         if connecting or exc.connection_invalidated or isinstance(exc.orig, OSError):
@@ -995,12 +1039,24 @@ class Database:
                 f"The database at {self.display_url} is unreachable: {message}",
                 hint="The call changed nothing; try again once the database is back.",
             )
-        if "interrupt" in lowered or "timeout" in lowered or "max_statement_time" in lowered or "cancel" in lowered:
+        # Told by the engine's code, never by words in its message: a column named `timeout` is no timeout.
+        if self._stopped(exc.orig):
             return Unavailable(
                 f"The statement ran past the {self.timeout_s:g} s timeout and was stopped.",
                 hint="Add a WHERE or LIMIT, or ask for less.",
             )
+        if column := _missing_column(self.dialect, exc.orig, message):
+            return UnknownColumn(column, f"The database refused the statement: {message}")
         return InvalidArgument(f"The database refused the statement: {message}")
+
+    def _stopped(self, orig: Any) -> bool:
+        """The statement was stopped: its deadline, or its call abandoned (the cancel is this server's)."""
+        if isinstance(orig, sqlite3.Error):
+            return getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT
+        if self.dialect == "postgresql":
+            return getattr(orig, "sqlstate", None) == "57014"  # query_canceled: statement_timeout or a cancel
+        args: tuple[Any, ...] = getattr(orig, "args", ())
+        return bool(args) and args[0] in _MY_STOPPED
 
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
         from sqlalchemy import text

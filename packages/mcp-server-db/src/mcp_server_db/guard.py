@@ -273,8 +273,9 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
 
 def _relation(table: exp.Table, dialect: str) -> str | None:
     """A relation's name for `Database.check_statement`: PostgreSQL's to_regclass reads it as written, MariaDB's
-    catalog holds the names themselves; None where nothing can run (SQLite's views call built-ins only; DUAL)."""
-    if dialect == "sqlite" or (dialect != "postgresql" and not table.db and table.name.lower() == "dual"):
+    and SQLite's catalogs hold the names themselves (SQLite's views call built-ins only: its names serve the
+    tools' error messages); None for DUAL."""
+    if dialect != "postgresql" and not table.db and table.name.lower() == "dual":
         return None
     if dialect == "postgresql":
         return ".".join(part.sql(dialect="postgres") for part in table.parts)
