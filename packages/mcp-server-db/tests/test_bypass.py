@@ -89,6 +89,7 @@ PG_CASES = [
     "SELECT CAST(p AS text) FROM people p",
     "SELECT m::text FROM people",
     "SELECT upper(h) FROM hues",
+    "SELECT CAST(r AS text) FROM plain_row r",
     # a domain whose CHECK runs a function, wherever a value becomes one of it
     "SELECT coalesce(d, 'x') FROM checked",
     # SQL inside a string
@@ -251,6 +252,10 @@ class Postgres:
                 "CREATE CAST (mood AS text) WITH FUNCTION mood_text(mood)",
                 "CREATE CAST (people AS text) WITH FUNCTION people_text(people)",
                 "CREATE CAST (hue AS text) WITH FUNCTION hue_text(hue) AS IMPLICIT",
+                "CREATE TABLE plain_row (id INTEGER PRIMARY KEY)",  # built-in columns, a cast of its row type
+                "INSERT INTO plain_row VALUES (1)",
+                _victim_killer("plain_row_text", "plain_row", "text"),
+                "CREATE CAST (plain_row AS text) WITH FUNCTION plain_row_text(plain_row)",
                 _victim_killer("dom_check", "text"),
                 "CREATE DOMAIN checked_text AS text CHECK (dom_check(VALUE))",
                 "CREATE TABLE checked (id INTEGER PRIMARY KEY, d checked_text)",

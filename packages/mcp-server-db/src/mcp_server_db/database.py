@@ -169,6 +169,35 @@ def _pg_safe(proc: str) -> str:
     )
 
 
+_PG_NAMES = (
+    # What the statement's own names can reach: the first found, and whether its relations need the deep check.
+    "SELECT (SELECT ARRAY[kind, name, place] FROM ("  # noqa: S608 - fixed text, every name a bound parameter
+    "SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
+    # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because the
+    # search path finds it before any built-in of that name.
+    + " UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+    " WHERE lower(t.typname) = ANY(%(types)s) AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+    " AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
+    # An operator counts unless the operator allowed the function behind it.
+    + " UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n"
+    " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
+    " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
+    + ") AS found(kind, name, place) ORDER BY kind, name, place LIMIT 1),"
+    # Only a plain table, without children or row-level security, whose columns and row type are built-in or
+    # have no cast of the database's own, reads nothing but its rows: anything else takes the deep check.
+    " EXISTS (SELECT FROM unnest(%(relations)s::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(name)"
+    " WHERE c.relkind <> 'r' OR c.relhassubclass OR c.relrowsecurity"
+    " OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND a.atttypid >= 16384)"
+    " OR EXISTS (SELECT FROM pg_cast k WHERE k.castsource = c.reltype OR k.casttarget = c.reltype))"
+    # A cast between built-in types that is not built-in (only a superuser can make one) counts everywhere.
+    " OR EXISTS (SELECT FROM pg_cast k WHERE k.oid >= 16384 AND k.castsource < 16384 AND k.casttarget < 16384)"
+)
+
+
 _PG_OWN_CODE = (
     # The relations named, the relations their views read (and those views' views), and every inheritance
     # child and partition under any of them: a read of the parent reads the children.
@@ -193,58 +222,38 @@ _PG_OWN_CODE = (
     " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
     " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
     " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid),"
-    " found(kind, name, place) AS ("
-    " SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-    " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
-    + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
-    # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because the
-    # search path finds it before any built-in of that name.
-    + " UNION ALL SELECT 'type', t.typname, n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
-    " WHERE lower(t.typname) = ANY(%(types)s) AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
-    " AND (t.typname <> lower(t.typname) OR to_regtype(t.typname) = t.oid) AND "
-    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
-    # An operator counts unless the operator allowed the function behind it.
-    + " UNION ALL SELECT 'operator', o.oprname, n.nspname FROM pg_operator o JOIN pg_namespace n"
-    " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
-    " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
-    + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
-    # A relation counts when a view's definition (its views' too) or a row-level policy uses code that may not
-    # run (a function, or an operator's), or a type of the database's own. (The catalog records no dependency on
-    # built-ins: those in a view are judged in its plan, `check_plan`.)
-    + " UNION ALL SELECT 'relation', coalesce(p.proname || '()', 'operator ' || o.oprname, 'type ' || t.typname),"
-    " code.via::regclass::text FROM code"
-    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid AND NOT "
-    + _pg_safe("p")
-    + " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
-    " AND NOT EXISTS (SELECT FROM pg_proc f WHERE f.oid = o.oprcode AND " + _pg_safe("f") + ")"
-    " LEFT JOIN pg_type t ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
-    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
-    " AND "
-    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
-    + " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL"
-    # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
-    " UNION ALL SELECT 'foreign', c.oid::regclass::text, c.oid::regclass::text"
-    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f'"
-    # A cast between types a value can have here, whose function may not run: converting runs it. Implicit and
-    # assignment casts run unwritten (and no plan shows them); an explicit one where its target type is written.
-    " UNION ALL SELECT 'cast', f.proname, format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL)"
-    " FROM pg_cast c JOIN pg_proc f ON f.oid = c.castfunc"
-    " WHERE (c.castsource < 16384 OR c.castsource = ANY(ARRAY(SELECT oid FROM types)))"
+    # Every function that reading them can run, with how it is reached; judged below, once (`_pg_safe`).
+    # A view's definition (its views' too) or a row-level policy calls functions and operators' functions (the
+    # catalog records no dependency on built-ins: those in a view are judged in its plan, `check_plan`).
+    " calls(kind, name, place, proc) AS ("
+    " SELECT 'relation', p.proname || '()', code.via::regclass::text, p.oid FROM code"
+    " JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
+    " UNION ALL SELECT 'relation', 'operator ' || o.oprname, code.via::regclass::text, o.oprcode FROM code"
+    " JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
+    # A cast between types a value can have here: converting runs its function. Implicit and assignment casts
+    # run unwritten (and no plan shows them); an explicit one where its target type is written.
+    " UNION ALL SELECT 'cast', f.proname, format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL),"
+    " f.oid FROM pg_cast c JOIN pg_proc f ON f.oid = c.castfunc"
+    " WHERE c.oid >= 16384"  # initdb's casts call built-ins
+    " AND (c.castsource < 16384 OR c.castsource = ANY(ARRAY(SELECT oid FROM types)))"
     " AND (c.casttarget < 16384 OR c.casttarget = ANY(ARRAY(SELECT oid FROM types)))"
     " AND (c.castcontext <> 'e' OR (SELECT lower(typname) FROM pg_type WHERE oid = c.casttarget) = ANY(%(spelled)s))"
-    " AND NOT "
-    + _pg_safe("f")
     # A domain's CHECK runs wherever a value becomes one (coalesce(d, 'x') makes 'x' the domain's).
-    + " UNION ALL SELECT 'domain', f.proname, format_type(t.oid, NULL) FROM types JOIN pg_type t ON t.oid = types.oid"
-    " AND t.typtype = 'd' JOIN pg_constraint k ON k.contypid = t.oid JOIN pg_depend d"
+    " UNION ALL SELECT 'domain', f.proname, format_type(t.oid, NULL), f.oid FROM types JOIN pg_type t"
+    " ON t.oid = types.oid AND t.typtype = 'd' JOIN pg_constraint k ON k.contypid = t.oid JOIN pg_depend d"
     " ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass"
-    " JOIN pg_proc f ON f.oid = d.refobjid WHERE NOT "
-    + _pg_safe("f")
-    # What a plan calls (`check_plan`), by name as EXPLAIN shows it: every function of that name must be safe.
-    + " UNION ALL SELECT 'plan function', p.proname, n.nspname"
-    " FROM unnest(%(plan_schemas)s::text[], %(plan_names)s::text[]) AS w(schema, name)"
-    " JOIN pg_proc p ON p.proname = w.name JOIN pg_namespace n ON n.oid = p.pronamespace"
-    " AND (w.schema = '' OR n.nspname = w.schema) WHERE NOT " + _pg_safe("p") + ")"
+    " JOIN pg_proc f ON f.oid = d.refobjid),"
+    " found(kind, name, place) AS ("
+    " SELECT calls.kind, calls.name, calls.place FROM calls JOIN pg_proc p ON p.oid = calls.proc WHERE NOT "
+    + _pg_safe("p")
+    # A view using a type of the database's own (a domain's CHECK, a base type's input runs in it).
+    + " UNION ALL SELECT 'relation', 'type ' || t.typname, code.via::regclass::text FROM code JOIN pg_type t"
+    " ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
+    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
+    # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
+    + " UNION ALL SELECT 'foreign', c.oid::regclass::text, c.oid::regclass::text"
+    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f')"
     " SELECT (SELECT ARRAY[kind, name, place] FROM found ORDER BY kind, name, place LIMIT 1),"
     " ARRAY(SELECT DISTINCT to_regclass(name)::text FROM unnest(%(relations)s::text[]) AS name"
     " WHERE to_regclass(name) IS NOT NULL ORDER BY 1),"
@@ -532,6 +541,12 @@ def _missing_column(dialect: str, orig: Any, message: str) -> str | None:
     return name.replace('""', '"') if match.group(1) and dialect == "postgresql" else name.rpartition(".")[2]
 
 
+_PG_PLAN_FUNCTIONS = (
+    # What a plan calls (`check_plan`), by name as EXPLAIN writes it: every function of that name must be safe.
+    "SELECT p.proname, n.nspname FROM unnest(%(schemas)s::text[], %(names)s::text[]) AS w(schema, name)"  # noqa: S608
+    " JOIN pg_proc p ON p.proname = w.name JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " AND (w.schema = '' OR n.nspname = w.schema) WHERE NOT " + _pg_safe("p") + " ORDER BY 1, 2 LIMIT 1"
+)
 _CATALOG_READ = {"mcp_operation": "describe", "stream_results": False}
 """A check's reads: `describe` spans, and never a server-side cursor (which EXPLAIN cannot have), even on a
 connection a sample's stream left streaming (SQLAlchemy keeps execution options on the connection)."""
@@ -920,30 +935,34 @@ class Database:
             self._check_views(connection, verdict.relations)
         if self.dialect != "postgresql" or not (verdict.calls | verdict.types | verdict.operators | verdict.relations):
             return
+        found, deep = connection.exec_driver_sql(
+            _PG_NAMES,
+            {
+                "functions": sorted(verdict.calls - self.allowed_functions),
+                "types": sorted(verdict.types),
+                "operators": sorted(verdict.operators),
+                "relations": sorted(verdict.relations),
+                "allowed": sorted(self.allowed_functions),
+            },
+            execution_options=_CATALOG_READ,
+        ).one()
+        if found is not None:
+            raise _own_code_refusal(*found)
+        if not deep:  # plain tables of built-in types: a read of their rows runs nothing else
+            return
         named, reached = self._check_catalog(connection, verdict=verdict)
         if named:
             self.check_plan(connection, named, judged=reached)
 
     def _check_catalog(
-        self,
-        connection: Connection,
-        *,
-        verdict: Verdict | None = None,
-        relations: Iterable[str] = (),
-        plan_functions: Iterable[tuple[str, str]] = (),
+        self, connection: Connection, *, verdict: Verdict | None = None, relations: Iterable[str] = ()
     ) -> tuple[list[str], set[tuple[str, str]]]:
         """One catalog read (`_PG_OWN_CODE`): refuse the first code found that may not run; else the relations
         named that exist (as SQL names) and every relation reached, as (schema, name)."""
-        called = sorted(plan_functions)
         names = {
-            "functions": sorted(verdict.calls - self.allowed_functions) if verdict else [],
-            "types": sorted(verdict.types) if verdict else [],
             "spelled": sorted(verdict.types | verdict.calls) if verdict else [],
-            "operators": sorted(verdict.operators) if verdict else [],
             "relations": sorted(verdict.relations if verdict else relations),
             "allowed": sorted(self.allowed_functions),
-            "plan_schemas": [schema for schema, _ in called],
-            "plan_names": [name for _, name in called],
         }
         found, named, schemas, relnames = connection.exec_driver_sql(
             _PG_OWN_CODE, names, execution_options=_CATALOG_READ
@@ -970,10 +989,22 @@ class Database:
             execution_options=_CATALOG_READ,
         ).scalar()
         facts = plan_facts(explained)
-        unjudged = facts.relations - judged
-        if unjudged or facts.functions:
+        if unjudged := facts.relations - judged:
             quoted = [".".join('"' + part.replace('"', '""') + '"' for part in pair) for pair in unjudged]
-            self._check_catalog(connection, relations=quoted, plan_functions=facts.functions)
+            self._check_catalog(connection, relations=quoted)
+        if facts.functions:
+            called = sorted(facts.functions)
+            unsafe = connection.exec_driver_sql(
+                _PG_PLAN_FUNCTIONS,
+                {
+                    "schemas": [schema for schema, _ in called],
+                    "names": [name for _, name in called],
+                    "allowed": sorted(self.allowed_functions),
+                },
+                execution_options=_CATALOG_READ,
+            ).first()
+            if unsafe is not None:
+                raise _own_code_refusal("plan function", *unsafe)
 
     def _check_views(self, connection: Connection, relations: Iterable[str], depth: int = 0) -> None:
         """MariaDB: a view runs as its definer, stored functions and all, for whoever reads it; its definition is
