@@ -94,3 +94,15 @@ async def test_a_table_resource_that_does_not_exist_is_no_internal_bug(caplog: p
         with pytest.raises(Exception, match="not found"):
             await client.read_resource("db://tables/nope")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
+
+
+async def test_a_json_value_nested_deeper_than_python_parses_comes_back_as_its_text() -> None:
+    """psycopg parses json and jsonb values with Python's parser, whose recursion stops at about 1,000 levels:
+    a 1,500-deep array failed the call with an unexplained RecursionError."""
+    sql = "SELECT (repeat('[', 1500) || repeat(']', 1500))::jsonb AS deep, '[[1]]'::jsonb AS shallow"
+    (result,) = await _calls(PG_ADMIN, ("run_query", {"sql": sql}))
+    assert not result.is_error, _text(result)
+    deep, shallow = result.structured_content["rows"][0]  # type: ignore[index]
+    assert deep.startswith("[[[[")
+    assert "[cut: 3,000 chars]" in deep
+    assert shallow == "[[1]]"  # as any JSON value renders

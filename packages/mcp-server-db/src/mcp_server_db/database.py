@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import sqlite3
@@ -547,6 +548,23 @@ _PG_PLAN_FUNCTIONS = (
     " JOIN pg_proc p ON p.proname = w.name JOIN pg_namespace n ON n.oid = p.pronamespace"
     " AND (w.schema = '' OR n.nspname = w.schema) WHERE NOT " + _pg_safe("p") + " ORDER BY 1, 2 LIMIT 1"
 )
+
+
+def _json_or_text(data: str | bytes) -> Any:
+    """A json or jsonb value as Python, or as its text where it nests deeper than Python's parser recurses
+    (about 1,000 levels: `RecursionError`); rendered, the text is cut like any long value."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return data.decode() if isinstance(data, bytes) else data
+
+
+def _pg_json_loads(dbapi_connection: Any, _record: Any) -> None:
+    from psycopg.types.json import set_json_loads
+
+    set_json_loads(_json_or_text, dbapi_connection)
+
+
 _CATALOG_READ = {"mcp_operation": "describe", "stream_results": False}
 """A check's reads: `describe` spans, and never a server-side cursor (which EXPLAIN cannot have), even on a
 connection a sample's stream left streaming (SQLAlchemy keeps execution options on the connection)."""
@@ -716,6 +734,8 @@ class Database:
                         hint="The operator must install it, or name psycopg (PostgreSQL) or pymysql (MariaDB).",
                     ) from None
                 event.listen(engine, "connect", self._check_role)
+                if self.dialect == "postgresql":
+                    event.listen(engine, "connect", _pg_json_loads)
                 event.listen(engine, "checkout", self._read_only_session)
                 event.listen(engine, "reset", self._reset_session)
                 if writer is not None:

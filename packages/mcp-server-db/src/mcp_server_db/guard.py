@@ -6,7 +6,7 @@ Three steps, each an allowlist:
    in MySQL and hide MySQL's executable `/*! */` and `/*M! */`; backslash escapes, which end a string early for
    one and not the other; PostgreSQL's `U&"..."`, `E'...'` and `$$` quoting), the text is refused: a value that
    needs a backslash goes in `params`, which the driver binds and no parser reads.
-2. **What the statement may be.** One SELECT (or WITH ... SELECT, or EXPLAIN SELECT), nothing in it that
+2. **What the statement may be.** One SELECT (or WITH ... SELECT, VALUES, or EXPLAIN SELECT), nothing in it that
    writes, locks, assigns a variable or changes the session.
 3. **What it may call.** Every function call, wherever it stands (select list, FROM, LATERAL, WHERE, ORDER BY,
    a CTE, a subquery, a window), must be on the dialect's allowlist (functions.py), judged on the name as written
@@ -47,6 +47,7 @@ _WRITE_NODES = (
     exp.Commit, exp.Rollback, exp.Pragma, exp.Use,
 )  # fmt: skip
 _EXPLAIN = re.compile(r"^\s*explain(\s+query\s+plan)?\s+", re.IGNORECASE)
+_VALUES = re.compile(r"^\s*values\s*\(", re.IGNORECASE)
 _EXPLAIN_ANALYZE = re.compile(r"^\s*explain\s*(\(|analy[sz]e\b|extended\b|format\b)", re.IGNORECASE)
 
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
@@ -102,9 +103,12 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
     _check_text(sql, dialect)
     if _EXPLAIN_ANALYZE.match(sql):
         raise _refuse("EXPLAIN with options or ANALYZE executes or reconfigures the statement; use explain_query")
-    body, explain = sql, False
+    text, explain = sql, False
     if match := _EXPLAIN.match(sql):
-        body, explain = sql[match.end() :], True
+        text, explain = sql[match.end() :], True
+    # A bare VALUES list is a read, which sqlglot takes for a MySQL VALUES() call: it is judged as the subquery it
+    # is (every token of it, in the same order, inside SELECT * FROM (...)) and runs as written.
+    body = f"SELECT * FROM ({text}\n) AS v" if _VALUES.match(text) else text  # noqa: S608 - judged, not run
     read = DIALECTS.get(dialect, dialect)
     try:
         tokens = sqlglot.tokenize(body, read=read)
@@ -146,7 +150,7 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
     operators = _pg_operators(body) if dialect == "postgresql" else frozenset()
-    statement = _colons_kept(body.strip().rstrip(";"), backticks=dialect != "postgresql")
+    statement = _colons_kept(text.strip().rstrip(";"), backticks=dialect != "postgresql")
     return Verdict(statement, explain, frozenset(calls), frozenset(types), operators, frozenset(relations))
 
 
