@@ -230,3 +230,20 @@ def test_a_ping_is_answered_while_a_huge_result_is_read(sqlite_url: str) -> None
     assert pong["result"] == {}
     assert waited < 2, f"ping waited {waited:.1f} s behind the query"
     assert answer["result"]["structuredContent"]["truncated"] is True
+
+
+async def test_a_result_of_the_most_columns_postgresql_allows_is_cut_without_a_column_more() -> None:
+    """PostgreSQL allows 1,664 result columns: the wrapper that cuts long values added one of its own, and such a
+    query failed ('target lists can have at most 1664 entries')."""
+    sql = "SELECT repeat('x', 5000) AS wide, " + ", ".join(f"{n} AS c{n}" for n in range(1, 1664))
+    settings = DbSettings(url=PG, allow_privileged_role=True, schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": sql})
+    assert not result.is_error, result.content
+    structured = result.structured_content
+    assert structured is not None
+    assert len(structured["columns"]) == 1664
+    (row,) = structured["rows"]
+    assert row[0] == "x" * 1_000 + "…[cut: 5,000 chars]"
+    assert row[1:3] == [1, 2]
+    assert structured["truncated"] is True

@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -429,13 +430,17 @@ class RowStream:
     reports the rows fetched so far as progress; how many will come is unknown.
 
     With `cuts`, the result's last column holds, per column, the marker of a value the database cut (or NULL):
-    the rows come back with those values in place and without that column."""
+    the rows come back with those values in place and without that column. With `inline_cuts`, a cut value
+    comes in its own column as that prefix and its marker (`_pg_cut_sql` on a result of the most columns)."""
 
-    def __init__(self, db: Database, result: Any, progress: Progress, *, cuts: bool = False) -> None:
+    def __init__(
+        self, db: Database, result: Any, progress: Progress, *, cuts: bool = False, inline_cuts: str | None = None
+    ) -> None:
         self._db = db
         self._result = result
         self._progress = progress
         self._cuts = cuts
+        self._inline_cuts = inline_cuts
         self.fetched = 0
         # A catalog read's rows (describe's sample) are part of the `describe`, as its statement is.
         self._operation = result.context.execution_options.get("mcp_operation") or "FETCH"
@@ -452,6 +457,11 @@ class RowStream:
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
         if self._cuts:
             rows = [_with_cuts(row) for row in rows]
+        if prefix := self._inline_cuts:
+            rows = [
+                [CutValue(v[len(prefix) :]) if isinstance(v, str) and v.startswith(prefix) else v for v in row]
+                for row in rows
+            ]
         return rows
 
     def close(self) -> None:
@@ -473,7 +483,11 @@ _PG_TEXT = frozenset([25, 1042, 1043])
 """text, char(n), varchar: measured and cut as they are, no conversion needed."""
 
 
-def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int) -> str:
+_PG_MOST_COLUMNS = 1664
+"""PostgreSQL's bound on a result's columns: a result that has them all leaves no room for the markers' column."""
+
+
+def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int, inline: str | None = None) -> str:
     """The statement wrapped so that no value over `most_bytes` leaves the database: each such value is sent as
     NULL, and a last column carries its marker (its first VALUE_CHARS characters and its length; a bytea's size).
     PostgreSQL sends a value whole, up to 1 GB, and the driver holds it whole, twice over as text: a bound on
@@ -483,7 +497,10 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
     function (`format('%s', v)`, what sending it to the client runs anyway), never by a cast, which a type's
     owner can define (`CREATE CAST (addr AS text) WITH FUNCTION f(addr)`: `v::text` ran f for a plain SELECT *);
     every function, operator and type it names is qualified by pg_catalog, so no same-named one of the database's
-    is found first on the search path."""
+    is found first on the search path.
+
+    With `inline` (a result of the most columns PostgreSQL allows: no room for one more), a value that may be
+    cut comes as text in its own column, a cut one as `inline` followed by its marker (`RowStream`)."""
     selected, markers = [], []
     for index, (name, type_oid) in enumerate(columns):
         value = f"q.c{index}"
@@ -494,21 +511,23 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
             continue
         as_text = value if type_oid in _PG_TEXT else f"pg_catalog.format('%s', {value})"
         size = f"pg_catalog.octet_length({value if type_oid == _PG_BYTEA else as_text})"
+        if inline is not None:
+            kept = as_text if type_oid != _PG_BYTEA else f"pg_catalog.format('%s', {value})"
+            cut = f"pg_catalog.format('%s%s', '{inline}', {_pg_marker(value, as_text, size, type_oid)})"
+            selected.append(
+                f"CASE WHEN {size} OPERATOR(pg_catalog.<=) {int(most_bytes)} THEN {kept} ELSE {cut} END AS {shown}"
+            )
+            continue
         selected.append(f"CASE WHEN {size} OPERATOR(pg_catalog.<=) {int(most_bytes)} THEN {value} END AS {shown}")
-        marker = (
-            f"pg_catalog.format('<%s bytes>', {size})"
-            if type_oid == _PG_BYTEA
-            else f"pg_catalog.format('%s…[cut: %s chars]', pg_catalog.left({as_text}, {VALUE_CHARS}), "
-            f"pg_catalog.to_char(pg_catalog.char_length({as_text}), 'FM999,999,999,990'))"
-        )
+        marker = _pg_marker(value, as_text, size, type_oid)
         markers.append(f"CASE WHEN {size} OPERATOR(pg_catalog.>) {int(most_bytes)} THEN {marker} END")
     aliases = ", ".join(f"c{index}" for index in range(len(columns)))
     # OFFSET 0 keeps the statement a subquery of its own: pulled up, each q.cN would be its expression again,
     # computed once per mention. The statement passed the guard; what wraps it is this server's.
-    return (
-        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::pg_catalog.text[] AS mcp_cuts "  # noqa: S608
-        f"FROM (SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"
-    )
+    source = f"(SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"  # noqa: S608
+    if inline is not None:
+        return f"SELECT {', '.join(selected)} FROM {source}"  # noqa: S608
+    return f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::pg_catalog.text[] AS mcp_cuts FROM {source}"  # noqa: S608
 
 
 _MY_STOPPED = frozenset([1317, 1969, 3024])
@@ -626,6 +645,16 @@ def _own_code_refusal(kind: str, name: str, where: str) -> Refused:
         "the call could run it: only built-in functions run here.",
         hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
         f"it with --allow-function {name} (their choice, not the query's).",
+    )
+
+
+def _pg_marker(value: str, as_text: str, size: str, type_oid: int) -> str:
+    """SQL for a cut value's marker: its first VALUE_CHARS characters and its length, or a bytea's size."""
+    if type_oid == _PG_BYTEA:
+        return f"pg_catalog.format('<%s bytes>', {size})"
+    return (
+        f"pg_catalog.format('%s…[cut: %s chars]', pg_catalog.left({as_text}, {VALUE_CHARS}), "
+        f"pg_catalog.to_char(pg_catalog.char_length({as_text}), 'FM999,999,999,990'))"
     )
 
 
@@ -1123,17 +1152,21 @@ class Database:
         from sqlalchemy import text
 
         progress = Progress()  # from before the statement: the first rows can be what takes long
-        cuts = False
+        cuts, inline = False, None
         if self.dialect == "postgresql":
             # The columns and their types, from a plan: LIMIT 0 runs nothing of the statement.
             probe = connection.execute(text(f"SELECT * FROM ({sql}\n) AS q LIMIT 0"), params or {})  # noqa: S608
             described: Any = probe.cursor.description  # psycopg's: a type's OID as its type_code
             columns = [(str(name), int(type_code)) for name, type_code, *_ in described]
             probe.close()
-            if columns:
+            if len(columns) >= _PG_MOST_COLUMNS:
+                inline = f"mcp-cut-{secrets.token_hex(8)}:"  # no stored value can know it
+                sql = _pg_cut_sql(sql, columns, value_bytes, inline)
+            elif columns:
                 sql, cuts = _pg_cut_sql(sql, columns, value_bytes), True
         streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return RowStream(self, streaming.execute(text(sql), params or {}), progress, cuts=cuts)
+        result = streaming.execute(text(sql), params or {})
+        return RowStream(self, result, progress, cuts=cuts, inline_cuts=inline)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""
