@@ -30,7 +30,7 @@ from mcp_server_core import (
 from mcp_server_core.cancellation import current_abandonment
 
 from mcp_server_db.functions import ALLOWED_NAMES, NEVER, PG_VOLATILE_READS
-from mcp_server_db.rendering import VALUE_CHARS, CutValue
+from mcp_server_db.rendering import VALUE_BYTES, VALUE_CHARS, CutValue, cut_value
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -431,16 +431,26 @@ class RowStream:
 
     With `cuts`, the result's last column holds, per column, the marker of a value the database cut (or NULL):
     the rows come back with those values in place and without that column. With `inline_cuts`, a cut value
-    comes in its own column as that prefix and its marker (`_pg_cut_sql` on a result of the most columns)."""
+    comes in its own column as that prefix and its marker (`_pg_cut_sql` on a result of the most columns).
+    With `one_at_a_time` (MariaDB, which sends each value whole up to its max_allowed_packet), rows are read
+    one by one and their long values cut at once, so a page holds one row whole at most, not ten."""
 
     def __init__(
-        self, db: Database, result: Any, progress: Progress, *, cuts: bool = False, inline_cuts: str | None = None
+        self,
+        db: Database,
+        result: Any,
+        progress: Progress,
+        *,
+        cuts: bool = False,
+        inline_cuts: str | None = None,
+        one_at_a_time: bool = False,
     ) -> None:
         self._db = db
         self._result = result
         self._progress = progress
         self._cuts = cuts
         self._inline_cuts = inline_cuts
+        self._one_at_a_time = one_at_a_time
         self.fetched = 0
         # A catalog read's rows (describe's sample) are part of the `describe`, as its statement is.
         self._operation = result.context.execution_options.get("mcp_operation") or "FETCH"
@@ -451,7 +461,12 @@ class RowStream:
 
     def fetchmany(self, size: int) -> list[Any]:
         with self._db.span(self._operation):
-            rows: list[Any] = self._result.fetchmany(size)
+            if self._one_at_a_time:
+                rows: list[Any] = []
+                while len(rows) < size and (row := self._result.fetchone()) is not None:
+                    rows.append([_cut_now(value) for value in row])
+            else:
+                rows = self._result.fetchmany(size)
         if rows:
             self.fetched += len(rows)
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
@@ -466,6 +481,15 @@ class RowStream:
 
     def close(self) -> None:
         self._result.close()
+
+
+def _cut_now(value: Any) -> Any:
+    """A value as a page would show it if it would be cut there (a CutValue), else the value itself."""
+    if isinstance(value, str) and len(value) > VALUE_CHARS:
+        return CutValue(cut_value(value))
+    if isinstance(value, bytes | bytearray) and len(value) > VALUE_BYTES:
+        return CutValue(f"<{len(value)} bytes>")
+    return value
 
 
 def _with_cuts(row: Any) -> list[Any]:
@@ -1164,9 +1188,11 @@ class Database:
                 sql = _pg_cut_sql(sql, columns, value_bytes, inline)
             elif columns:
                 sql, cuts = _pg_cut_sql(sql, columns, value_bytes), True
-        streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
+        one_at_a_time = self.dialect in ("mysql", "mariadb")
+        rows_held = 1 if one_at_a_time else max(buffer, 1)
+        streaming = connection.execution_options(stream_results=True, max_row_buffer=rows_held)
         result = streaming.execute(text(sql), params or {})
-        return RowStream(self, result, progress, cuts=cuts, inline_cuts=inline)
+        return RowStream(self, result, progress, cuts=cuts, inline_cuts=inline, one_at_a_time=one_at_a_time)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""
