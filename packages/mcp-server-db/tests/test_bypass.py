@@ -81,6 +81,9 @@ PG_CASES = [
     "SELECT * FROM parent_view",
     # a view calling a built-in or an extension's function with an effect: named nowhere in the statement
     "SELECT * FROM v_kill",
+    "TABLE v_kill",
+    "SELECT v FROM v_kill v",
+    "SELECT 1 WHERE EXISTS (SELECT 1 FROM v_kill)",
     "SELECT * FROM v_dblink",
     "SELECT * FROM v_file",
     # a cast a type's owner defined, which runs where a value of that type is converted: explicitly, by the row
@@ -274,6 +277,12 @@ class Postgres:
                 f"CREATE VIEW v_dblink AS SELECT dblink_exec('dbname={self.name} user=postgres', "
                 "'DELETE FROM items') AS d",
                 "CREATE VIEW v_file AS SELECT pg_read_file('/etc/passwd') AS f",
+                # A row-level policy calling a built-in with an effect (it applies to the reader, not a superuser).
+                "CREATE TABLE policed (id INTEGER PRIMARY KEY)",
+                "INSERT INTO policed VALUES (1)",
+                "ALTER TABLE policed ENABLE ROW LEVEL SECURITY",
+                f"CREATE POLICY killing ON policed USING ((SELECT bool_or(pg_terminate_backend(pid)) "
+                f"FROM pg_stat_activity WHERE application_name = 'victim-{TAG}') IS NULL)",
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -405,6 +414,17 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
 ) -> None:
     before = pg.state()
     await _refused(pg_client, _sql(case, db=pg.name))
+    assert pg.state() == before
+
+
+async def test_a_policy_calling_a_built_in_with_an_effect_is_refused_for_the_role_it_applies_to(
+    pg: Postgres,
+) -> None:
+    """The catalog records no dependency on built-ins: a policy's pg_terminate_backend is seen only in the plan."""
+    before = pg.state()
+    async with Client(build_server(DbSettings(url=pg.reader_url, toolsets="all", schema_poll_s=0))) as client:
+        said = await _refused(client, "SELECT count(*) FROM policed")
+    assert "pg_terminate_backend()" in said
     assert pg.state() == before
 
 
