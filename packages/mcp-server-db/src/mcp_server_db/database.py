@@ -1046,7 +1046,7 @@ class Database:
 
     def check_plan(self, connection: Connection, relations: list[str], *, judged: set[tuple[str, str]]) -> None:
         """Refuse reading relations whose plan runs what may not run (PostgreSQL): the database is asked, under
-        the same role and settings, how it reads them all (`EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM a, b`,
+        the same role and settings, how it reads each whole (`EXPLAIN (VERBOSE, FORMAT JSON)` of one read each,
         which plans without executing: views expanded, partitions and inheritance children added, row-level
         policies applied, SQL functions inlined), and every node is walked (`plan_facts`). A node that is not a
         plain read (a foreign table under a parent, a custom scan) is refused; the functions its expressions
@@ -1057,8 +1057,11 @@ class Database:
         that cannot be had fails the call as the statement would; one that cannot be read refuses it."""
         from mcp_server_db.plan import plan_facts
 
+        # Each relation read whole (a whole-row value keeps every column, and the functions computing them) in a
+        # subquery of its own: planned apart, as init plans, with no join order to search among them.
+        reads = ", ".join(f"(SELECT r FROM {name} AS r LIMIT 1)" for name in relations)  # noqa: S608 - regclass::text
         explained = connection.exec_driver_sql(
-            f"EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM {', '.join(relations)}",  # noqa: S608 - names from regclass::text
+            f"EXPLAIN (VERBOSE, FORMAT JSON) SELECT {reads}",
             execution_options=_CATALOG_READ,
         ).scalar()
         facts = plan_facts(explained)
