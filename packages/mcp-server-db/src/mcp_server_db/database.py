@@ -158,15 +158,16 @@ _PG_NOT_EXTENSION = (
 
 def _pg_safe(proc: str) -> str:
     """SQL that is true when the pg_proc row `proc` may run: the operator allowed its name, or it is a built-in
-    (pg_catalog, created with the database: an OID below 16384) or an installed extension's, is never on the
-    list of functions that reach outside, and is immutable or stable (PostgreSQL's own promise that it changes
-    nothing) or a volatile one known to only read (random(), clock_timestamp(), pg_lock_status(), ...)."""
+    (pg_catalog's or information_schema's, created with the database: an OID below 16384) or an installed
+    extension's, is never on the list of functions that reach outside, and is immutable or stable (PostgreSQL's
+    own promise that it changes nothing) or a volatile one known to only read (random(), pg_lock_status(), ...)."""
     never = ",".join(sorted(NEVER))
     reads = ",".join(sorted(ALLOWED_NAMES["postgresql"] | PG_VOLATILE_READS))
     return (
         f"({proc}.proname = ANY(%(allowed)s::text[]) OR ({proc}.proname <> ALL('{{{never}}}'::text[])"
         f" AND ({proc}.provolatile <> 'v' OR {proc}.proname = ANY('{{{reads}}}'::text[]))"
-        f" AND (({proc}.oid < 16384 AND {proc}.pronamespace = 'pg_catalog'::regnamespace)"
+        f" AND (({proc}.oid < 16384 AND {proc}.pronamespace IN ('pg_catalog'::regnamespace,"
+        " 'information_schema'::regnamespace))"
         f" OR NOT {_PG_NOT_EXTENSION.format(catalog='pg_proc', oid=f'{proc}.oid')})))"
     )
 
