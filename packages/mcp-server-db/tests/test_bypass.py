@@ -417,6 +417,20 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
     assert pg.state() == before
 
 
+async def test_a_never_function_reached_through_a_view_stays_refused_whatever_the_operator_allows(
+    pg: Postgres,
+) -> None:
+    before = pg.state()
+    settings = DbSettings(
+        url=pg.owner_url, allow_privileged_role=True, allow_functions=["dblink_exec"], schema_poll_s=0
+    )
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT * FROM v_dblink"})
+    assert result.is_error
+    assert "--allow-function" not in result.content[0].text  # type: ignore[union-attr]
+    assert pg.state() == before
+
+
 async def test_a_policy_calling_a_built_in_with_an_effect_is_refused_for_the_role_it_applies_to(
     pg: Postgres,
 ) -> None:

@@ -157,18 +157,19 @@ _PG_NOT_EXTENSION = (
 
 
 def _pg_safe(proc: str) -> str:
-    """SQL that is true when the pg_proc row `proc` may run: the operator allowed its name, or it is a built-in
+    """SQL that is true when the pg_proc row `proc` may run: never one on the list of functions that reach outside
+    (`NEVER`, whatever the operator allows); else one whose name the operator allowed, or a built-in
     (pg_catalog's or information_schema's, created with the database: an OID below 16384) or an installed
-    extension's, is never on the list of functions that reach outside, and is immutable or stable (PostgreSQL's
-    own promise that it changes nothing) or a volatile one known to only read (random(), pg_lock_status(), ...)."""
+    extension's that is immutable or stable (PostgreSQL's own promise that it changes nothing) or a volatile one
+    known to only read (random(), pg_lock_status(), ...)."""
     never = ",".join(sorted(NEVER))
     reads = ",".join(sorted(ALLOWED_NAMES["postgresql"] | PG_VOLATILE_READS))
     return (
-        f"({proc}.proname = ANY(%(allowed)s::text[]) OR ({proc}.proname <> ALL('{{{never}}}'::text[])"
-        f" AND ({proc}.provolatile <> 'v' OR {proc}.proname = ANY('{{{reads}}}'::text[]))"
+        f"({proc}.proname <> ALL('{{{never}}}'::text[]) AND ({proc}.proname = ANY(%(allowed)s::text[])"
+        f" OR (({proc}.provolatile <> 'v' OR {proc}.proname = ANY('{{{reads}}}'::text[]))"
         f" AND (({proc}.oid < 16384 AND {proc}.pronamespace IN ('pg_catalog'::regnamespace,"
         " 'information_schema'::regnamespace))"
-        f" OR NOT {_PG_NOT_EXTENSION.format(catalog='pg_proc', oid=f'{proc}.oid')})))"
+        f" OR NOT {_PG_NOT_EXTENSION.format(catalog='pg_proc', oid=f'{proc}.oid')}))))"
     )
 
 
@@ -617,11 +618,14 @@ connection a sample's stream left streaming (SQLAlchemy keeps execution options 
 def _own_code_refusal(kind: str, name: str, where: str) -> Refused:
     """The refusal for what `_PG_OWN_CODE` found first: (kind, name, where)."""
     if kind == "relation":
+        function = name.removesuffix("()") if name.endswith("()") and name[:-2] not in NEVER else None
         return Refused(
             f"Refused: reading {where} runs {name}, which is not known to change nothing (through a view's "
             "definition or a row-level policy), and only code known to change nothing runs here.",
-            hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
-            f"with --allow-function {name}.",
+            hint=f"Query the tables under it; if {name} is safe, the server's operator can allow it with "
+            f"--allow-function {function}."
+            if function
+            else "Query the tables under it.",
         )
     if kind == "foreign":
         return Refused(
