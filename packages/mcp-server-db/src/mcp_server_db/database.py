@@ -653,7 +653,9 @@ def _own_code_refusal(kind: str, name: str, where: str) -> Refused:
             f"Refused: the database's plan for this statement calls {name}() (in schema {where}), which is not "
             "known to change nothing (reached through a view, a policy or an inlined function, or named so): "
             "only built-in functions that change nothing run here.",
-            hint=f"Query the tables directly; if {name}() is safe, the server's operator can allow it with "
+            hint="Query the tables directly."
+            if name in NEVER
+            else f"Query the tables directly; if {name}() is safe, the server's operator can allow it with "
             f"--allow-function {name}.",
         )
     if kind == "operator":
