@@ -106,3 +106,17 @@ async def test_a_json_value_nested_deeper_than_python_parses_comes_back_as_its_t
     assert deep.startswith("[[[[")
     assert "[cut: 3,000 chars]" in deep
     assert shallow == "[[1]]"  # as any JSON value renders
+
+
+async def test_a_statement_past_its_timeout_is_still_a_timeout(url: str) -> None:
+    """The engine's own code tells a timeout now, not its words: each backend's stopped statement still says so."""
+    slow = {
+        "sqlite": "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c",
+        "postgresql": "SELECT count(*) FROM generate_series(1, 1000000000) g",
+        "mysql": "SELECT COUNT(*) FROM seq_1_to_1000000 a JOIN seq_1_to_1000000 b ON a.seq + b.seq = 3",
+    }[url.partition("+")[0].partition(":")[0]]
+    settings = DbSettings(url=url, allow_privileged_role=True, schema_poll_s=0, statement_timeout_s=0.3)
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": slow})
+    assert result.is_error
+    assert "ran past the 0.3 s timeout" in _text(result)
