@@ -230,3 +230,37 @@ def test_a_ping_is_answered_while_a_huge_result_is_read(sqlite_url: str) -> None
     assert pong["result"] == {}
     assert waited < 2, f"ping waited {waited:.1f} s behind the query"
     assert answer["result"]["structuredContent"]["truncated"] is True
+
+
+async def test_a_result_of_the_most_columns_postgresql_allows_is_cut_without_a_column_more() -> None:
+    """PostgreSQL allows 1,664 result columns: the wrapper that cuts long values added one of its own, and such a
+    query failed ('target lists can have at most 1664 entries')."""
+    sql = "SELECT repeat('x', 5000) AS wide, " + ", ".join(f"{n} AS c{n}" for n in range(1, 1664))
+    settings = DbSettings(url=PG, allow_privileged_role=True, schema_poll_s=0)
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": sql})
+    assert not result.is_error, result.content
+    structured = result.structured_content
+    assert structured is not None
+    assert len(structured["columns"]) == 1664
+    (row,) = structured["rows"]
+    assert row[0] == "x" * 1_000 + "…[cut: 5,000 chars]"
+    assert row[1:3] == [1, 2]
+    assert structured["truncated"] is True
+
+
+def test_many_rows_of_megabytes_on_mariadb_are_read_one_at_a_time() -> None:
+    """MariaDB sends values up to its max_allowed_packet (16 MiB by default) whole: 100 rows of 15 MB grew the
+    server by 329 MiB while a 14 kB answer was made of them, ten rows being held at a time."""
+    argv = python_module("mcp_server_db", MY, "--allow-privileged-role", "--schema-poll-s", "0")
+    sql = "SELECT seq, REPEAT('x', 15000000) AS big FROM seq_1_to_100"
+    with StdioWire(argv) as wire:
+        wire.initialize()
+        wire.request("tools/call", {"name": "run_query", "arguments": {"sql": "SELECT 1 AS warm"}})
+        before = _peak_mib(wire.proc.pid)
+        answer = wire.request("tools/call", {"name": "run_query", "arguments": {"sql": sql}}, timeout=120)
+        grown = _peak_mib(wire.proc.pid) - before
+    structured = answer["result"]["structuredContent"]
+    assert structured["rows"][0][1].endswith("…[cut: 15,000,000 chars]")
+    assert structured["more_rows"] is True
+    assert grown < 100, f"the server's peak memory grew by {grown} MiB"

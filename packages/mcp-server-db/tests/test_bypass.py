@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp_server_db.database import Database, PrivilegedRole
-from mcp_server_db.functions import ALLOWED_NAMES
+from mcp_server_db.functions import ALLOWED_NAMES, PG_VOLATILE_READS
 from mcp_server_db.server import build_server
 from mcp_server_db.settings import DbSettings
 from sqlalchemy import create_engine, text
@@ -75,6 +75,26 @@ PG_CASES = [
     # a foreign table: its wrapper reads files, runs programs or reaches other servers
     "SELECT * FROM host_program",
     "SELECT * FROM host_view",
+    # ... or one reached through a parent: a partition or an inheritance child, read through the parent or a view
+    "SELECT count(*) FROM part_parent",
+    "SELECT * FROM inh_parent",
+    "SELECT * FROM parent_view",
+    # a view calling a built-in or an extension's function with an effect: named nowhere in the statement
+    "SELECT * FROM v_kill",
+    "TABLE v_kill",
+    "SELECT v FROM v_kill v",
+    "SELECT 1 WHERE EXISTS (SELECT 1 FROM v_kill)",
+    "SELECT * FROM v_dblink",
+    "SELECT * FROM v_file",
+    # a cast a type's owner defined, which runs where a value of that type is converted: explicitly, by the row
+    # type of a table, or implicitly to fit a built-in's argument
+    "SELECT a::text FROM people",
+    "SELECT CAST(p AS text) FROM people p",
+    "SELECT m::text FROM people",
+    "SELECT upper(h) FROM hues",
+    "SELECT CAST(r AS text) FROM plain_row r",
+    # a domain whose CHECK runs a function, wherever a value becomes one of it
+    "SELECT coalesce(d, 'x') FROM checked",
     # SQL inside a string
     "SELECT query_to_xml('select pg_advisory_lock(4243)', true, true, '')",
     "SELECT cursor_to_xml('c', 1, true, true, '')",
@@ -169,11 +189,13 @@ def _service(url: str) -> Engine:
     return engine
 
 
-def _victim_killer(name: str, argument: str = "text") -> str:
+def _victim_killer(name: str, argument: str = "text", returns: str = "boolean") -> str:
     """A user-defined function `name(argument)` that signals the victim session: an effect no rollback undoes."""
     body = f"SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'victim-{TAG}'"
+    if returns != "boolean":
+        body = f"SELECT ({body})::{returns}"
     quoted_body = body.replace("'", "''")
-    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS boolean LANGUAGE sql AS '{quoted_body}'"
+    return f"CREATE FUNCTION \"{name}\"({argument}) RETURNS {returns} LANGUAGE sql AS '{quoted_body}'"
 
 
 class Postgres:
@@ -217,6 +239,50 @@ class Postgres:
                 "INSERT INTO guarded VALUES (1, 'a')",
                 "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",
                 'CREATE POLICY seen ON guarded USING ("Lower"(name))',
+                # Casts a type's owner defines (no superuser needed): converting a value of the type runs them.
+                "CREATE TYPE addr AS (street text)",
+                "CREATE TYPE mood AS ENUM ('ok', 'sad')",
+                "CREATE TYPE hue AS ENUM ('red')",
+                "CREATE TABLE people (id INTEGER PRIMARY KEY, a addr, m mood)",
+                "INSERT INTO people VALUES (1, ROW('x'), 'ok')",
+                "CREATE TABLE hues (id INTEGER PRIMARY KEY, h hue)",
+                "INSERT INTO hues VALUES (1, 'red')",
+                _victim_killer("addr_text", "addr", "text"),
+                _victim_killer("mood_text", "mood", "text"),
+                _victim_killer("people_text", "people", "text"),
+                _victim_killer("hue_text", "hue", "text"),
+                "CREATE CAST (addr AS text) WITH FUNCTION addr_text(addr)",
+                "CREATE CAST (mood AS text) WITH FUNCTION mood_text(mood)",
+                "CREATE CAST (people AS text) WITH FUNCTION people_text(people)",
+                "CREATE CAST (hue AS text) WITH FUNCTION hue_text(hue) AS IMPLICIT",
+                "CREATE TABLE plain_row (id INTEGER PRIMARY KEY)",  # built-in columns, a cast of its row type
+                "INSERT INTO plain_row VALUES (1)",
+                _victim_killer("plain_row_text", "plain_row", "text"),
+                "CREATE CAST (plain_row AS text) WITH FUNCTION plain_row_text(plain_row)",
+                _victim_killer("dom_check", "text"),
+                "CREATE DOMAIN checked_text AS text CHECK (dom_check(VALUE))",
+                "CREATE TABLE checked (id INTEGER PRIMARY KEY, d checked_text)",
+                "INSERT INTO checked VALUES (1, 'a')",
+                # Foreign tables reached through a parent: a partition, an inheritance child, a view of the parent.
+                "CREATE TABLE part_parent (line text) PARTITION BY LIST (line)",
+                f"CREATE FOREIGN TABLE part_child PARTITION OF part_parent DEFAULT SERVER host_files "
+                f"OPTIONS (program 'touch {OUT}')",
+                "CREATE TABLE inh_parent (line text)",
+                f"CREATE FOREIGN TABLE inh_child () INHERITS (inh_parent) SERVER host_files "
+                f"OPTIONS (program 'touch {OUT}')",
+                "CREATE VIEW parent_view AS SELECT * FROM inh_parent",
+                # Views calling built-in and extension functions that reach outside the statement.
+                f"CREATE VIEW v_kill AS SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity "
+                f"WHERE application_name = 'victim-{TAG}'",
+                f"CREATE VIEW v_dblink AS SELECT dblink_exec('dbname={self.name} user=postgres', "
+                "'DELETE FROM items') AS d",
+                "CREATE VIEW v_file AS SELECT pg_read_file('/etc/passwd') AS f",
+                # A row-level policy calling a built-in with an effect (it applies to the reader, not a superuser).
+                "CREATE TABLE policed (id INTEGER PRIMARY KEY)",
+                "INSERT INTO policed VALUES (1)",
+                "ALTER TABLE policed ENABLE ROW LEVEL SECURITY",
+                f"CREATE POLICY killing ON policed USING ((SELECT bool_or(pg_terminate_backend(pid)) "
+                f"FROM pg_stat_activity WHERE application_name = 'victim-{TAG}') IS NULL)",
                 "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
                 f"GRANT CONNECT ON DATABASE {self.name} TO {self.reader}",
                 f"GRANT USAGE ON SCHEMA public TO {self.reader}",
@@ -351,6 +417,44 @@ async def test_postgres_bypasses_are_refused_and_change_nothing(
     assert pg.state() == before
 
 
+async def test_a_never_function_reached_through_a_view_stays_refused_whatever_the_operator_allows(
+    pg: Postgres,
+) -> None:
+    before = pg.state()
+    settings = DbSettings(
+        url=pg.owner_url, allow_privileged_role=True, allow_functions=["dblink_exec"], schema_poll_s=0
+    )
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool_mcp("run_query", {"sql": "SELECT * FROM v_dblink"})
+    assert result.is_error
+    assert "--allow-function" not in result.content[0].text  # type: ignore[union-attr]
+    assert pg.state() == before
+
+
+async def test_a_policy_calling_a_built_in_with_an_effect_is_refused_for_the_role_it_applies_to(
+    pg: Postgres,
+) -> None:
+    """The catalog records no dependency on built-ins: a policy's pg_terminate_backend is seen only in the plan."""
+    before = pg.state()
+    async with Client(build_server(DbSettings(url=pg.reader_url, toolsets="all", schema_poll_s=0))) as client:
+        said = await _refused(client, "SELECT count(*) FROM policed")
+    assert "pg_terminate_backend()" in said
+    assert pg.state() == before
+
+
+async def test_reading_columns_of_types_with_casts_of_their_own_runs_none_of_them(
+    pg: Postgres, pg_client: Client[Any]
+) -> None:
+    """The server cuts long values in the database; it made every column text with ::text, which ran the cast a
+    type's owner defined (here: one that kills the victim session) for a plain SELECT *."""
+    before = pg.state()
+    for sql in ["SELECT * FROM people", "SELECT p.id, p.a, p.m, p FROM people p ORDER BY 1"]:
+        result = await pg_client.call_tool_mcp("run_query", {"sql": sql})
+        assert not result.is_error, result.content
+        assert result.structured_content["rows"][0][:3] == [1, "(x)", "ok"]  # type: ignore[index]
+    assert pg.state() == before
+
+
 @pytest.mark.parametrize("role", ["root", "reader"])
 @pytest.mark.parametrize("case", MY_CASES)
 async def test_mariadb_bypasses_are_refused_and_change_nothing(case: str, role: str, my: MariaDB) -> None:
@@ -396,6 +500,15 @@ def test_every_listed_function_is_a_built_in_of_the_engine(pg: Postgres, my: Mar
             {"names": sorted(ALLOWED_NAMES["postgresql"])},
         ).scalars()
         assert list(missing) == []
+        # The volatile built-ins the plan check lets through as reads are PostgreSQL's own, by those names.
+        unknown_reads = c.execute(
+            text(
+                "SELECT name FROM unnest(CAST(:names AS text[])) AS name WHERE NOT EXISTS (SELECT FROM pg_proc "
+                "WHERE proname = name AND pronamespace = 'pg_catalog'::regnamespace AND oid < 16384) ORDER BY 1"
+            ),
+            {"names": sorted(PG_VOLATILE_READS)},
+        ).scalars()
+        assert list(unknown_reads) == []
     unknown = []
     with my.admin.connect() as c:
         c.execute(text(f"USE {my.name}"))

@@ -44,6 +44,7 @@ TRUE_NEGATIVES = [
     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
     "EXPLAIN SELECT * FROM orders WHERE customer_id = 1",
     "EXPLAIN QUERY PLAN SELECT * FROM orders WHERE customer_id = 1",
+    "VALUES (1, 'a'), (2, 'b')",
 ]
 
 

@@ -218,10 +218,10 @@ def _qualified(schema: str | None, name: str, inspector: Any) -> str:
 
 def _checked(db: Database, connection: Connection, sql: str) -> str:
     """A read of the tools' own making passes the checks a query does: reading a view runs its definition, a
-    table its row-level policies, a foreign table its wrapper (Database.check_calls)."""
+    table its row-level policies, a foreign table its wrapper (Database.check_statement)."""
     from mcp_server_db.guard import check_read_only
 
-    db.check_calls(connection, check_read_only(sql, db.dialect, db.allowed_functions))
+    db.check_statement(connection, check_read_only(sql, db.dialect, db.allowed_functions))
     return sql
 
 

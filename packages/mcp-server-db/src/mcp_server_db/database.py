@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -25,8 +27,10 @@ from mcp_server_core import (
     start_upstream_span,
     upstream_span,
 )
+from mcp_server_core.protocol.cancellation import current_abandonment
 
-from mcp_server_db.rendering import VALUE_CHARS, CutValue
+from mcp_server_db.functions import ALLOWED_NAMES, NEVER, PG_VOLATILE_READS
+from mcp_server_db.rendering import VALUE_BYTES, VALUE_CHARS, CutValue, cut_value
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -45,6 +49,7 @@ __all__ = [
     "Progress",
     "RowStream",
     "SchemaCache",
+    "UnknownColumn",
     "sample_path",
     "statement_kind",
 ]
@@ -143,23 +148,35 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-# What `Database.check_calls` looks for: the first piece of the database's own code (not pg_catalog's, not an
-# extension's) a statement's names can reach, as (kind, name, schema or relation).
+# What `Database.check_statement` looks for before the statement is planned: the first piece of code not known to
+# be safe that the statement's names can reach, as (kind, name, where), and every relation they reach.
 _PG_NOT_EXTENSION = (
     "NOT EXISTS (SELECT FROM pg_depend e WHERE e.classid = '{catalog}'::regclass AND e.objid = {oid} "
     "AND e.deptype = 'e')"
 )
-_PG_OWN_CODE = (
-    "WITH RECURSIVE reached(oid) AS ("  # noqa: S608 - fixed text, every name a bound parameter
-    " SELECT to_regclass(name)::oid FROM unnest(%(relations)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL"
-    " UNION SELECT d.refobjid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid JOIN pg_depend d"
-    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass),"
-    " code(catalog, oid, via) AS ("
-    " SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid"
-    " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
-    " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
-    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid)"
-    " SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+
+
+def _pg_safe(proc: str) -> str:
+    """SQL that is true when the pg_proc row `proc` may run: never one on the list of functions that reach outside
+    (`NEVER`, whatever the operator allows); else one whose name the operator allowed, or a built-in
+    (pg_catalog's or information_schema's, created with the database: an OID below 16384) or an installed
+    extension's that is immutable or stable (PostgreSQL's own promise that it changes nothing) or a volatile one
+    known to only read (random(), pg_lock_status(), ...)."""
+    never = ",".join(sorted(NEVER))
+    reads = ",".join(sorted(ALLOWED_NAMES["postgresql"] | PG_VOLATILE_READS))
+    return (
+        f"({proc}.proname <> ALL('{{{never}}}'::text[]) AND ({proc}.proname = ANY(%(allowed)s::text[])"
+        f" OR (({proc}.provolatile <> 'v' OR {proc}.proname = ANY('{{{reads}}}'::text[]))"
+        f" AND (({proc}.oid < 16384 AND {proc}.pronamespace IN ('pg_catalog'::regnamespace,"
+        " 'information_schema'::regnamespace))"
+        f" OR NOT {_PG_NOT_EXTENSION.format(catalog='pg_proc', oid=f'{proc}.oid')}))))"
+    )
+
+
+_PG_NAMES = (
+    # What the statement's own names can reach: the first found, and whether its relations need the deep check.
+    "SELECT (SELECT ARRAY[kind, name, place] FROM ("  # noqa: S608 - fixed text, every name a bound parameter
+    "SELECT 'function', p.proname, n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
     " WHERE p.proname = ANY(%(functions)s) AND n.nspname <> 'pg_catalog' AND "
     + _PG_NOT_EXTENSION.format(catalog="pg_proc", oid="p.oid")
     # A type counts where its spelling reaches it: quoted in another case ("Text"), or unquoted because the
@@ -173,21 +190,80 @@ _PG_OWN_CODE = (
     " ON n.oid = o.oprnamespace WHERE o.oprname = ANY(%(operators)s) AND n.nspname <> 'pg_catalog'"
     " AND (SELECT proname FROM pg_proc WHERE oid = o.oprcode) <> ALL(%(allowed)s::text[]) AND "
     + _PG_NOT_EXTENSION.format(catalog="pg_operator", oid="o.oid")
-    # A relation counts when a view's definition (its views' too) or a row-level policy uses such code.
-    + " UNION ALL SELECT 'relation', coalesce(p.proname || '()', 'operator ' || o.oprname, 'type ' || t.typname),"
-    " code.via::regclass::text FROM code"
-    " LEFT JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
-    " AND p.pronamespace <> 'pg_catalog'::regnamespace AND p.proname <> ALL(%(allowed)s::text[])"
-    " LEFT JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
-    " AND o.oprnamespace <> 'pg_catalog'::regnamespace"
-    " LEFT JOIN pg_type t ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
-    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
-    " WHERE coalesce(p.oid, o.oid, t.oid) IS NOT NULL AND NOT EXISTS (SELECT FROM pg_depend e"
-    " WHERE e.classid = code.catalog AND e.objid = code.oid AND e.deptype = 'e')"
+    + ") AS found(kind, name, place) ORDER BY kind, name, place LIMIT 1),"
+    # Only a plain table, without children or row-level security, whose columns and row type are built-in or
+    # have no cast of the database's own, reads nothing but its rows: anything else takes the deep check.
+    " EXISTS (SELECT FROM unnest(%(relations)s::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(name)"
+    " WHERE c.relkind <> 'r' OR c.relhassubclass OR c.relrowsecurity"
+    " OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND a.atttypid >= 16384)"
+    " OR EXISTS (SELECT FROM pg_cast k WHERE k.castsource = c.reltype OR k.casttarget = c.reltype))"
+    # A cast between built-in types that is not built-in (only a superuser can make one) counts everywhere.
+    " OR EXISTS (SELECT FROM pg_cast k WHERE k.oid >= 16384 AND k.castsource < 16384 AND k.casttarget < 16384)"
+)
+
+
+_PG_OWN_CODE = (
+    # The relations named, the relations their views read (and those views' views), and every inheritance
+    # child and partition under any of them: a read of the parent reads the children.
+    "WITH RECURSIVE reached(oid) AS ("  # noqa: S608 - fixed text, every name a bound parameter
+    " SELECT to_regclass(name)::oid FROM unnest(%(relations)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL"
+    " UNION SELECT under.oid FROM reached, LATERAL (SELECT d.refobjid FROM pg_rewrite r JOIN pg_depend d"
+    " ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass"
+    " WHERE r.ev_class = reached.oid UNION ALL SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = reached.oid)"
+    " AS under(oid)),"
+    # Every type a value read from them can have: their columns' and row types, and the types inside those
+    # (array elements, a domain's base, a range's subtype, a composite's attributes).
+    " types(oid) AS (SELECT a.atttypid FROM reached JOIN pg_attribute a ON a.attrelid = reached.oid"
+    " AND a.attnum > 0 AND NOT a.attisdropped"
+    " UNION SELECT c.reltype FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.reltype <> 0"
+    " UNION SELECT inside.oid FROM types JOIN pg_type t ON t.oid = types.oid, LATERAL (SELECT t.typelem"
+    " UNION ALL SELECT t.typbasetype UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t.oid"
+    " UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = t.oid"
+    " UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0"
+    " AND NOT a.attisdropped) AS inside(oid) WHERE inside.oid <> 0),"
+    " code(catalog, oid, via) AS ("
+    " SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_rewrite r ON r.ev_class = reached.oid"
+    " JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid"
+    " UNION ALL SELECT d.refclassid, d.refobjid, reached.oid FROM reached JOIN pg_policy p"
+    " ON p.polrelid = reached.oid JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid),"
+    # Every function that reading them can run, with how it is reached; judged below, once (`_pg_safe`).
+    # A view's definition (its views' too) or a row-level policy calls functions and operators' functions (the
+    # catalog records no dependency on built-ins: those in a view are judged in its plan, `check_plan`).
+    " calls(kind, name, place, proc) AS ("
+    " SELECT 'relation', p.proname || '()', code.via::regclass::text, p.oid FROM code"
+    " JOIN pg_proc p ON code.catalog = 'pg_proc'::regclass AND p.oid = code.oid"
+    " UNION ALL SELECT 'relation', 'operator ' || o.oprname, code.via::regclass::text, o.oprcode FROM code"
+    " JOIN pg_operator o ON code.catalog = 'pg_operator'::regclass AND o.oid = code.oid"
+    # A cast between types a value can have here: converting runs its function. Implicit and assignment casts
+    # run unwritten (and no plan shows them); an explicit one where its target type is written.
+    " UNION ALL SELECT 'cast', f.proname, format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL),"
+    " f.oid FROM pg_cast c JOIN pg_proc f ON f.oid = c.castfunc"
+    " WHERE c.oid >= 16384"  # initdb's casts call built-ins
+    " AND (c.castsource < 16384 OR c.castsource = ANY(ARRAY(SELECT oid FROM types)))"
+    " AND (c.casttarget < 16384 OR c.casttarget = ANY(ARRAY(SELECT oid FROM types)))"
+    " AND (c.castcontext <> 'e' OR (SELECT lower(typname) FROM pg_type WHERE oid = c.casttarget) = ANY(%(spelled)s))"
+    # A domain's CHECK runs wherever a value becomes one (coalesce(d, 'x') makes 'x' the domain's).
+    " UNION ALL SELECT 'domain', f.proname, format_type(t.oid, NULL), f.oid FROM types JOIN pg_type t"
+    " ON t.oid = types.oid AND t.typtype = 'd' JOIN pg_constraint k ON k.contypid = t.oid JOIN pg_depend d"
+    " ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass"
+    " JOIN pg_proc f ON f.oid = d.refobjid),"
+    " found(kind, name, place) AS ("
+    " SELECT calls.kind, calls.name, calls.place FROM calls JOIN pg_proc p ON p.oid = calls.proc WHERE NOT "
+    + _pg_safe("p")
+    # A view using a type of the database's own (a domain's CHECK, a base type's input runs in it).
+    + " UNION ALL SELECT 'relation', 'type ' || t.typname, code.via::regclass::text FROM code JOIN pg_type t"
+    " ON code.catalog = 'pg_type'::regclass AND t.oid = code.oid AND t.typtype NOT IN ('c', 'e')"
+    " AND t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND "
+    + _PG_NOT_EXTENSION.format(catalog="pg_type", oid="t.oid")
     # A foreign table's wrapper reads files, runs programs (file_fdw) or asks other servers, at every read.
-    " UNION ALL SELECT 'relation', 'foreign table ' || c.oid::regclass::text, c.oid::regclass::text"
-    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f'"
-    " ORDER BY 1, 2 LIMIT 1"
+    + " UNION ALL SELECT 'foreign', c.oid::regclass::text, c.oid::regclass::text"
+    " FROM reached JOIN pg_class c ON c.oid = reached.oid WHERE c.relkind = 'f')"
+    " SELECT (SELECT ARRAY[kind, name, place] FROM found ORDER BY kind, name, place LIMIT 1),"
+    " ARRAY(SELECT DISTINCT to_regclass(name)::text FROM unnest(%(relations)s::text[]) AS name"
+    " WHERE to_regclass(name) IS NOT NULL ORDER BY 1),"
+    " ARRAY(SELECT n.nspname FROM reached JOIN pg_class c ON c.oid = reached.oid"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace ORDER BY reached.oid),"
+    " ARRAY(SELECT c.relname FROM reached JOIN pg_class c ON c.oid = reached.oid ORDER BY reached.oid)"
 )
 
 _COM_RESET_CONNECTION = 0x1F
@@ -356,13 +432,27 @@ class RowStream:
     reports the rows fetched so far as progress; how many will come is unknown.
 
     With `cuts`, the result's last column holds, per column, the marker of a value the database cut (or NULL):
-    the rows come back with those values in place and without that column."""
+    the rows come back with those values in place and without that column. With `inline_cuts`, a cut value
+    comes in its own column as that prefix and its marker (`_pg_cut_sql` on a result of the most columns).
+    With `one_at_a_time` (MariaDB, which sends each value whole up to its max_allowed_packet), rows are read
+    one by one and their long values cut at once, so a page holds one row whole at most, not ten."""
 
-    def __init__(self, db: Database, result: Any, progress: Progress, *, cuts: bool = False) -> None:
+    def __init__(
+        self,
+        db: Database,
+        result: Any,
+        progress: Progress,
+        *,
+        cuts: bool = False,
+        inline_cuts: str | None = None,
+        one_at_a_time: bool = False,
+    ) -> None:
         self._db = db
         self._result = result
         self._progress = progress
         self._cuts = cuts
+        self._inline_cuts = inline_cuts
+        self._one_at_a_time = one_at_a_time
         self.fetched = 0
         # A catalog read's rows (describe's sample) are part of the `describe`, as its statement is.
         self._operation = result.context.execution_options.get("mcp_operation") or "FETCH"
@@ -373,16 +463,35 @@ class RowStream:
 
     def fetchmany(self, size: int) -> list[Any]:
         with self._db.span(self._operation):
-            rows: list[Any] = self._result.fetchmany(size)
+            if self._one_at_a_time:
+                rows: list[Any] = []
+                while len(rows) < size and (row := self._result.fetchone()) is not None:
+                    rows.append([_cut_now(value) for value in row])
+            else:
+                rows = self._result.fetchmany(size)
         if rows:
             self.fetched += len(rows)
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
         if self._cuts:
             rows = [_with_cuts(row) for row in rows]
+        if prefix := self._inline_cuts:
+            rows = [
+                [CutValue(v[len(prefix) :]) if isinstance(v, str) and v.startswith(prefix) else v for v in row]
+                for row in rows
+            ]
         return rows
 
     def close(self) -> None:
         self._result.close()
+
+
+def _cut_now(value: Any) -> Any:
+    """A value as a page would show it if it would be cut there (a CutValue), else the value itself."""
+    if isinstance(value, str) and len(value) > VALUE_CHARS:
+        return CutValue(cut_value(value))
+    if isinstance(value, bytes | bytearray) and len(value) > VALUE_BYTES:
+        return CutValue(f"<{len(value)} bytes>")
+    return value
 
 
 def _with_cuts(row: Any) -> list[Any]:
@@ -396,13 +505,28 @@ def _with_cuts(row: Any) -> list[Any]:
 # PostgreSQL types whose values are small whatever the query does: sent as they are.
 _PG_FIXED_SIZE = frozenset([16, 18, 20, 21, 23, 26, 700, 701, 790, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950])
 _PG_BYTEA = 17
+_PG_TEXT = frozenset([25, 1042, 1043])
+"""text, char(n), varchar: measured and cut as they are, no conversion needed."""
 
 
-def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int) -> str:
+_PG_MOST_COLUMNS = 1664
+"""PostgreSQL's bound on a result's columns: a result that has them all leaves no room for the markers' column."""
+
+
+def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int, inline: str | None = None) -> str:
     """The statement wrapped so that no value over `most_bytes` leaves the database: each such value is sent as
     NULL, and a last column carries its marker (its first VALUE_CHARS characters and its length; a bytea's size).
     PostgreSQL sends a value whole, up to 1 GB, and the driver holds it whole, twice over as text: a bound on
-    rows is none on bytes."""
+    rows is none on bytes.
+
+    The wrapper runs only built-in code, whatever the columns' types: a value is made text by its type's output
+    function (`format('%s', v)`, what sending it to the client runs anyway), never by a cast, which a type's
+    owner can define (`CREATE CAST (addr AS text) WITH FUNCTION f(addr)`: `v::text` ran f for a plain SELECT *);
+    every function, operator and type it names is qualified by pg_catalog, so no same-named one of the database's
+    is found first on the search path.
+
+    With `inline` (a result of the most columns PostgreSQL allows: no room for one more), a value that may be
+    cut comes as text in its own column, a cut one as `inline` followed by its marker (`RowStream`)."""
     selected, markers = [], []
     for index, (name, type_oid) in enumerate(columns):
         value = f"q.c{index}"
@@ -411,21 +535,157 @@ def _pg_cut_sql(statement: str, columns: list[tuple[str, int]], most_bytes: int)
             selected.append(f"{value} AS {shown}")
             markers.append("NULL")
             continue
-        size = f"octet_length({value})" if type_oid == _PG_BYTEA else f"octet_length({value}::text)"
-        selected.append(f"CASE WHEN {size} <= {most_bytes} THEN {value} END AS {shown}")
-        marker = (
-            f"'<' || {size} || ' bytes>'"
-            if type_oid == _PG_BYTEA
-            else f"left({value}::text, {VALUE_CHARS}) || '…[cut: ' || "
-            f"to_char(char_length({value}::text), 'FM999,999,999,990') || ' chars]'"
-        )
-        markers.append(f"CASE WHEN {size} > {most_bytes} THEN {marker} END")
+        as_text = value if type_oid in _PG_TEXT else f"pg_catalog.format('%s', {value})"
+        size = f"pg_catalog.octet_length({value if type_oid == _PG_BYTEA else as_text})"
+        if inline is not None:
+            kept = as_text if type_oid != _PG_BYTEA else f"pg_catalog.format('%s', {value})"
+            cut = f"pg_catalog.format('%s%s', '{inline}', {_pg_marker(value, as_text, size, type_oid)})"
+            selected.append(
+                f"CASE WHEN {size} OPERATOR(pg_catalog.<=) {int(most_bytes)} THEN {kept} ELSE {cut} END AS {shown}"
+            )
+            continue
+        selected.append(f"CASE WHEN {size} OPERATOR(pg_catalog.<=) {int(most_bytes)} THEN {value} END AS {shown}")
+        marker = _pg_marker(value, as_text, size, type_oid)
+        markers.append(f"CASE WHEN {size} OPERATOR(pg_catalog.>) {int(most_bytes)} THEN {marker} END")
     aliases = ", ".join(f"c{index}" for index in range(len(columns)))
     # OFFSET 0 keeps the statement a subquery of its own: pulled up, each q.cN would be its expression again,
     # computed once per mention. The statement passed the guard; what wraps it is this server's.
+    source = f"(SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"  # noqa: S608
+    if inline is not None:
+        return f"SELECT {', '.join(selected)} FROM {source}"  # noqa: S608
+    return f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::pg_catalog.text[] AS mcp_cuts FROM {source}"  # noqa: S608
+
+
+_MY_STOPPED = frozenset([1317, 1969, 3024])
+"""MariaDB's and MySQL's codes for a query interrupted (KILL QUERY) or past max_statement_time / max_execution_time."""
+_MISSING_COLUMN = {
+    "postgresql": re.compile(r'column (?:"((?:[^"]|"")+)"|(\S+)) does not exist'),
+    "mysql": re.compile(r"Unknown column '([^']+)'"),
+    "sqlite": re.compile(r"no such column: (\S+)"),
+}
+
+
+class UnknownColumn(InvalidArgument):
+    """The statement names a column its tables do not have; the tools add the close ones (`column` is its name)."""
+
+    def __init__(self, column: str, message: str) -> None:
+        self.column = column
+        super().__init__(message)
+
+
+def _missing_column(dialect: str, orig: Any, message: str) -> str | None:
+    """The column a statement failed for not finding, told by the engine's code where it has one."""
+    if dialect == "postgresql" and getattr(orig, "sqlstate", None) != "42703":
+        return None
+    if dialect in ("mysql", "mariadb") and (getattr(orig, "args", None) or (None,))[0] != 1054:
+        return None
+    pattern = _MISSING_COLUMN["mysql" if dialect == "mariadb" else dialect]
+    match = pattern.search(message)
+    if match is None:
+        return None
+    name = next(group for group in match.groups() if group is not None)
+    return name.replace('""', '"') if match.group(1) and dialect == "postgresql" else name.rpartition(".")[2]
+
+
+_PG_PLAN_FUNCTIONS = (
+    # What a plan calls (`check_plan`), by name as EXPLAIN writes it: every function of that name must be safe.
+    "SELECT p.proname, n.nspname FROM unnest(%(schemas)s::text[], %(names)s::text[]) AS w(schema, name)"  # noqa: S608
+    " JOIN pg_proc p ON p.proname = w.name JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " AND (w.schema = '' OR n.nspname = w.schema) WHERE NOT " + _pg_safe("p") + " ORDER BY 1, 2 LIMIT 1"
+)
+
+
+def _json_or_text(data: str | bytes) -> Any:
+    """A json or jsonb value as Python, or as its text where it nests deeper than Python's parser recurses
+    (about 1,000 levels: `RecursionError`); rendered, the text is cut like any long value."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return data.decode() if isinstance(data, bytes) else data
+
+
+def _pg_json_loads(dbapi_connection: Any, _record: Any) -> None:
+    from psycopg.types.json import set_json_loads
+
+    set_json_loads(_json_or_text, dbapi_connection)
+
+
+_CATALOG_READ = {"mcp_operation": "describe", "stream_results": False}
+"""A check's reads: `describe` spans, and never a server-side cursor (which EXPLAIN cannot have), even on a
+connection a sample's stream left streaming (SQLAlchemy keeps execution options on the connection)."""
+
+
+def _own_code_refusal(kind: str, name: str, where: str) -> Refused:
+    """The refusal for what `_PG_OWN_CODE` found first: (kind, name, where)."""
+    if kind == "relation":
+        function = name.removesuffix("()") if name.endswith("()") and name[:-2] not in NEVER else None
+        return Refused(
+            f"Refused: reading {where} runs {name}, which is not known to change nothing (through a view's "
+            "definition or a row-level policy), and only code known to change nothing runs here.",
+            hint=f"Query the tables under it; if {name} is safe, the server's operator can allow it with "
+            f"--allow-function {function}."
+            if function
+            else "Query the tables under it.",
+        )
+    if kind == "foreign":
+        return Refused(
+            f"Refused: the statement reads the foreign table {name} (named, through a view, or as a partition or "
+            "inheritance child of a table it reads), whose wrapper reads files, runs programs or asks other "
+            "servers at every read; only the database's own tables are read here.",
+            hint="Query tables that are not foreign: a parent with a foreign partition or child is refused whole.",
+        )
+    if kind == "cast":
+        return Refused(
+            f"Refused: a value read here can be converted from {where} by {name}(), a cast the database defines "
+            "(a type's owner can), which may run unwritten: only built-in code runs here.",
+            hint=f"Leave out the conversion, or the column; if {name}() is safe, the server's operator can allow it "
+            f"with --allow-function {name}.",
+        )
+    if kind == "domain":
+        return Refused(
+            f"Refused: a value here can be of the domain {where}, whose CHECK runs {name}(), not built-in code: "
+            "only built-in code runs here.",
+            hint=f"Query other columns; if {name}() is safe, the server's operator can allow it with "
+            f"--allow-function {name}.",
+        )
+    if kind == "plan function":
+        return Refused(
+            f"Refused: the database's plan for this statement calls {name}() (in schema {where}), which is not "
+            "known to change nothing (reached through a view, a policy or an inlined function, or named so): "
+            "only built-in functions that change nothing run here.",
+            hint="Query the tables directly."
+            if name in NEVER
+            else f"Query the tables directly; if {name}() is safe, the server's operator can allow it with "
+            f"--allow-function {name}.",
+        )
+    if kind == "operator":
+        return Refused(
+            f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
+            "function of the database: only built-in code runs here.",
+            hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
+            "function with --allow-function NAME.",
+        )
+    if kind == "type":
+        return Refused(
+            f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
+            "a value of it runs its input and CHECK code, and only built-in code runs here.",
+            hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
+        )
+    return Refused(
+        f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
+        "the call could run it: only built-in functions run here.",
+        hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
+        f"it with --allow-function {name} (their choice, not the query's).",
+    )
+
+
+def _pg_marker(value: str, as_text: str, size: str, type_oid: int) -> str:
+    """SQL for a cut value's marker: its first VALUE_CHARS characters and its length, or a bytea's size."""
+    if type_oid == _PG_BYTEA:
+        return f"pg_catalog.format('<%s bytes>', {size})"
     return (
-        f"SELECT {', '.join(selected)}, ARRAY[{', '.join(markers)}]::text[] AS mcp_cuts "  # noqa: S608
-        f"FROM (SELECT * FROM ({statement}\n) AS s OFFSET 0) AS q({aliases})"
+        f"pg_catalog.format('%s…[cut: %s chars]', pg_catalog.left({as_text}, {VALUE_CHARS}), "
+        f"pg_catalog.to_char(pg_catalog.char_length({as_text}), 'FM999,999,999,990'))"
     )
 
 
@@ -534,6 +794,8 @@ class Database:
                         hint="The operator must install it, or name psycopg (PostgreSQL) or pymysql (MariaDB).",
                     ) from None
                 event.listen(engine, "connect", self._check_role)
+                if self.dialect == "postgresql":
+                    event.listen(engine, "connect", _pg_json_loads)
                 event.listen(engine, "checkout", self._read_only_session)
                 event.listen(engine, "reset", self._reset_session)
                 if writer is not None:
@@ -564,6 +826,11 @@ class Database:
     def _statement_started(
         self, conn: Connection, _cursor: Any, statement: str, _params: Any, context: Any, _many: bool
     ) -> None:
+        abandonment = current_abandonment()
+        if abandonment is not None and abandonment.abandoned:
+            # Its cancel reached the database between two statements of the call (a check's and the query's):
+            # what follows would run on, uncancelled, for nobody.
+            raise Unavailable("The call was abandoned; its next statement was not sent.")
         if context is None:
             return
         operation = context.execution_options.get("mcp_operation") or statement_kind(statement)
@@ -630,6 +897,9 @@ class Database:
             if self.dialect == "postgresql":
                 cursor.execute(f"SET SESSION CHARACTERISTICS AS TRANSACTION {mode}")
                 cursor.execute(f"SET statement_timeout = {int(self.timeout_s * 1000)}")
+                # No JIT: it compiles at the first row, for seconds on a big plan (1.7 s for the guard's catalog
+                # query, whose recursive parts the planner overestimates), which short, bounded reads never win back.
+                cursor.execute("SET jit = off")
             else:
                 cursor.execute(f"SET SESSION TRANSACTION {mode}")
                 cursor.execute(f"SET SESSION max_statement_time = {self.timeout_s:.3f}")
@@ -687,7 +957,7 @@ class Database:
         a top-level SELECT may send back on MariaDB (sql_select_limit), whose streamed results otherwise must be
         read to their end before the connection can be used again.
         """
-        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError, StatementError
 
         engine = self.writer if write else self.engine
         if engine is None:
@@ -712,67 +982,112 @@ class Database:
                     connection.rollback()
         except DBAPIError as exc:
             raise self._failure(exc, connecting=not connected) from None
+        except StatementError as exc:  # SQLAlchemy's own, before anything reached the database
+            if placeholder := re.search(r"bind parameter '([^']+)'", str(exc.orig)):
+                name = placeholder.group(1)
+                raise InvalidArgument(
+                    f"No value for the placeholder :{name}.", hint=f'Add it to params: {{"{name}": ...}}.'
+                ) from None
+            raise InvalidArgument(f"The statement could not be sent: {type(exc.orig).__name__}.") from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
 
-    def check_calls(self, connection: Connection, verdict: Verdict) -> None:
-        """Refuse a statement that may run the database's own code rather than built-ins (PostgreSQL).
+    def check_statement(self, connection: Connection, verdict: Verdict) -> None:
+        """Refuse a statement that may run code other than the built-ins known to change nothing, judged where
+        the names lead (PostgreSQL: the catalog, then the plan; MariaDB: the views' definitions).
 
         PostgreSQL resolves a function name among every schema on the search path, by argument types: beside
         pg_catalog.upper(text), a public.upper(integer) is what `upper(1)` runs, and a search path that lists
         pg_catalog late puts a same-typed public.upper first. A type name resolves along the same path: a domain
         named `datetime`, which PostgreSQL has no built-in of, is what `'x'::datetime` makes, running its CHECK;
-        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); and reading a
-        view runs the functions in its definition, reading a table those of its row-level policies, reading a
-        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server). The guard
-        judges names, so only the database can say what they reach. Functions, types and operators of an
-        installed extension do not count (packaged code the database's administrator chose, like the built-ins;
-        the guard's lists still judge function names), nor do functions the operator allowed. MariaDB runs its
-        built-in whatever a stored function is named, and SQLite has no functions the server did not register.
+        an operator is a function too (a public `+` for text runs for `'a'::text + 'b'::text`); reading a view
+        runs the functions in its definition, reading a table those of its row-level policies, reading a
+        foreign table its wrapper (file_fdw runs a program, postgres_fdw asks another server), reading a parent
+        table its partitions and inheritance children; and converting a value runs the cast its type's owner
+        defined (`CREATE CAST (addr AS text) WITH FUNCTION f`), implicitly too. The catalog is read first, before
+        anything is planned (planning runs immutable functions on constants); then the plan of reading the
+        relations named (`check_plan`).
+        Functions, types and operators of an installed extension count as built-ins when they are immutable or
+        stable; functions the operator allowed always run. MariaDB runs its built-in whatever a stored function
+        is named, and SQLite has no functions the server did not register.
         """
-        reached = {
-            "functions": sorted(verdict.calls - self.allowed_functions),
-            "types": sorted(verdict.types),
-            "operators": sorted(verdict.operators),
-            "relations": sorted(verdict.relations),
-        }
         if self.dialect in ("mysql", "mariadb"):
             self._check_views(connection, verdict.relations)
-        if self.dialect != "postgresql" or not any(reached.values()):
+        if self.dialect != "postgresql" or not (verdict.calls | verdict.types | verdict.operators | verdict.relations):
             return
-        reached["allowed"] = sorted(self.allowed_functions)
-        found = connection.exec_driver_sql(
-            _PG_OWN_CODE, reached, execution_options={"mcp_operation": "describe"}
-        ).first()
-        if found is None:
+        found, deep = connection.exec_driver_sql(
+            _PG_NAMES,
+            {
+                "functions": sorted(verdict.calls - self.allowed_functions),
+                "types": sorted(verdict.types),
+                "operators": sorted(verdict.operators),
+                "relations": sorted(verdict.relations),
+                "allowed": sorted(self.allowed_functions),
+            },
+            execution_options=_CATALOG_READ,
+        ).one()
+        if found is not None:
+            raise _own_code_refusal(*found)
+        if not deep:  # plain tables of built-in types: a read of their rows runs nothing else
             return
-        kind, name, where = found
-        if kind == "relation":
-            raise Refused(
-                f"Refused: reading {where} runs {name}, not built-in code inside this database (through a view's "
-                "definition, a row-level policy or a foreign table's wrapper), and only that runs here.",
-                hint=f"Query the tables under it; if {name} is a safe function, the server's operator can allow it "
-                f"with --allow-function {name}.",
-            )
-        if kind == "operator":
-            raise Refused(
-                f"Refused: the operator {name} here can be the database's own (in schema {where}), which calls a "
-                "function of the database: only built-in code runs here.",
-                hint="Rewrite without the operator; if its function is safe, the server's operator can allow that "
-                "function with --allow-function NAME.",
-            )
-        if kind == "type":
-            raise Refused(
-                f"Refused: the type {name} here is the database's own (in schema {where}), not a built-in: making "
-                "a value of it runs its input and CHECK code, and only built-in code runs here.",
-                hint="Cast to a built-in type (text, integer, numeric, date, timestamp, ...).",
-            )
-        raise Refused(
-            f"Refused: the database defines its own {name}() (in schema {where}) beside the built-in one, and "
-            "the call could run it: only built-in functions run here.",
-            hint=f"Rewrite without {name}(); if the database's {name}() is safe, the server's operator can allow "
-            f"it with --allow-function {name} (their choice, not the query's).",
-        )
+        named, reached = self._check_catalog(connection, verdict=verdict)
+        if named:
+            self.check_plan(connection, named, judged=reached)
+
+    def _check_catalog(
+        self, connection: Connection, *, verdict: Verdict | None = None, relations: Iterable[str] = ()
+    ) -> tuple[list[str], set[tuple[str, str]]]:
+        """One catalog read (`_PG_OWN_CODE`): refuse the first code found that may not run; else the relations
+        named that exist (as SQL names) and every relation reached, as (schema, name)."""
+        names = {
+            "spelled": sorted(verdict.types | verdict.calls) if verdict else [],
+            "relations": sorted(verdict.relations if verdict else relations),
+            "allowed": sorted(self.allowed_functions),
+        }
+        found, named, schemas, relnames = connection.exec_driver_sql(
+            _PG_OWN_CODE, names, execution_options=_CATALOG_READ
+        ).one()
+        if found is not None:
+            raise _own_code_refusal(*found)
+        return list(named), set(zip(schemas, relnames, strict=True))
+
+    def check_plan(self, connection: Connection, relations: list[str], *, judged: set[tuple[str, str]]) -> None:
+        """Refuse reading relations whose plan runs what may not run (PostgreSQL): the database is asked, under
+        the same role and settings, how it reads each whole (`EXPLAIN (VERBOSE, FORMAT JSON)` of one read each,
+        which plans without executing: views expanded, partitions and inheritance children added, row-level
+        policies applied, SQL functions inlined), and every node is walked (`plan_facts`). A node that is not a
+        plain read (a foreign table under a parent, a custom scan) is refused; the functions its expressions
+        name, and any relation it scans that the catalog check did not reach (`judged`), are judged as the
+        catalog check judges them, in one more catalog read, made only when there are any (a plain table's plan
+        names none). The statement's own plan is not asked for: its calls are the parser's to judge by name, and
+        planning folds its constants into the plan (`repeat('x', 300000000)` would be 300 MB of EXPLAIN). A plan
+        that cannot be had fails the call as the statement would; one that cannot be read refuses it."""
+        from mcp_server_db.plan import plan_facts
+
+        # Each relation read whole (a whole-row value keeps every column, and the functions computing them) in a
+        # subquery of its own: planned apart, as init plans, with no join order to search among them.
+        reads = ", ".join(f"(SELECT r FROM {name} AS r LIMIT 1)" for name in relations)  # noqa: S608 - regclass::text
+        explained = connection.exec_driver_sql(
+            f"EXPLAIN (VERBOSE, FORMAT JSON) SELECT {reads}",
+            execution_options=_CATALOG_READ,
+        ).scalar()
+        facts = plan_facts(explained)
+        if unjudged := facts.relations - judged:
+            quoted = [".".join('"' + part.replace('"', '""') + '"' for part in pair) for pair in unjudged]
+            self._check_catalog(connection, relations=quoted)
+        if facts.functions:
+            called = sorted(facts.functions)
+            unsafe = connection.exec_driver_sql(
+                _PG_PLAN_FUNCTIONS,
+                {
+                    "schemas": [schema for schema, _ in called],
+                    "names": [name for _, name in called],
+                    "allowed": sorted(self.allowed_functions),
+                },
+                execution_options=_CATALOG_READ,
+            ).first()
+            if unsafe is not None:
+                raise _own_code_refusal("plan function", *unsafe)
 
     def _check_views(self, connection: Connection, relations: Iterable[str], depth: int = 0) -> None:
         """MariaDB: a view runs as its definer, stored functions and all, for whoever reads it; its definition is
@@ -831,7 +1146,6 @@ class Database:
 
     def _failure(self, exc: DBAPIError, *, connecting: bool) -> Exception:
         message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
-        lowered = message.lower()
         # Failing to connect is never the statement's fault, whatever the driver calls it (psycopg and
         # PyMySQL both raise OperationalError for a refused or cut connection, as they do for bad SQL).
         if connecting or exc.connection_invalidated or isinstance(exc.orig, OSError):
@@ -839,12 +1153,24 @@ class Database:
                 f"The database at {self.display_url} is unreachable: {message}",
                 hint="The call changed nothing; try again once the database is back.",
             )
-        if "interrupt" in lowered or "timeout" in lowered or "max_statement_time" in lowered or "cancel" in lowered:
+        # Told by the engine's code, never by words in its message: a column named `timeout` is no timeout.
+        if self._stopped(exc.orig):
             return Unavailable(
                 f"The statement ran past the {self.timeout_s:g} s timeout and was stopped.",
                 hint="Add a WHERE or LIMIT, or ask for less.",
             )
+        if column := _missing_column(self.dialect, exc.orig, message):
+            return UnknownColumn(column, f"The database refused the statement: {message}")
         return InvalidArgument(f"The database refused the statement: {message}")
+
+    def _stopped(self, orig: Any) -> bool:
+        """The statement was stopped: its deadline, or its call abandoned (the cancel is this server's)."""
+        if isinstance(orig, sqlite3.Error):
+            return getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT
+        if self.dialect == "postgresql":
+            return getattr(orig, "sqlstate", None) == "57014"  # query_canceled: statement_timeout or a cancel
+        args: tuple[Any, ...] = getattr(orig, "args", ())
+        return bool(args) and args[0] in _MY_STOPPED
 
     def execute(self, connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
         from sqlalchemy import text
@@ -860,17 +1186,23 @@ class Database:
         from sqlalchemy import text
 
         progress = Progress()  # from before the statement: the first rows can be what takes long
-        cuts = False
+        cuts, inline = False, None
         if self.dialect == "postgresql":
             # The columns and their types, from a plan: LIMIT 0 runs nothing of the statement.
             probe = connection.execute(text(f"SELECT * FROM ({sql}\n) AS q LIMIT 0"), params or {})  # noqa: S608
             described: Any = probe.cursor.description  # psycopg's: a type's OID as its type_code
             columns = [(str(name), int(type_code)) for name, type_code, *_ in described]
             probe.close()
-            if columns:
+            if len(columns) >= _PG_MOST_COLUMNS:
+                inline = f"mcp-cut-{secrets.token_hex(8)}:"  # no stored value can know it
+                sql = _pg_cut_sql(sql, columns, value_bytes, inline)
+            elif columns:
                 sql, cuts = _pg_cut_sql(sql, columns, value_bytes), True
-        streaming = connection.execution_options(stream_results=True, max_row_buffer=max(buffer, 1))
-        return RowStream(self, streaming.execute(text(sql), params or {}), progress, cuts=cuts)
+        one_at_a_time = self.dialect in ("mysql", "mariadb")
+        rows_held = 1 if one_at_a_time else max(buffer, 1)
+        streaming = connection.execution_options(stream_results=True, max_row_buffer=rows_held)
+        result = streaming.execute(text(sql), params or {})
+        return RowStream(self, result, progress, cuts=cuts, inline_cuts=inline, one_at_a_time=one_at_a_time)
 
     def inspector(self, connection: Connection) -> Any:
         """The catalog reader; from here on the connection's statements are catalog reads (`describe` spans)."""

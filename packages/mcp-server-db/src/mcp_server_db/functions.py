@@ -15,7 +15,7 @@ of its own: syntax and operators (`CAST`, `x::int`, `->>`, `CASE`, `EXTRACT(... 
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED_NAMES", "NEVER", "SAFE_TYPED"]
+__all__ = ["ALLOWED_NAMES", "NEVER", "PG_VOLATILE_READS", "SAFE_TYPED"]
 
 SAFE_TYPED = frozenset(
     [
@@ -442,6 +442,34 @@ NEVER = frozenset(
         "load_extension",
         "sys_exec",
         "sys_eval",
+        # stable, yet each assigns the transaction an id: a write of its own
+        "txid_current",
+        "pg_current_xact_id",
     ]
 )
 """Never allowed, whatever the operator says: they run SQL given as text, or reach files and other servers."""
+
+PG_VOLATILE_READS = frozenset(
+    [
+        "pg_lock_status",
+        "pg_prepared_xact",
+        "pg_sequence_last_value",
+        "pg_get_backend_memory_contexts",
+        "pg_get_shmem_allocations",
+        "pg_show_replication_origin_status",
+        "pg_stat_get_recovery_prefetch",
+        "pg_stat_get_xact_function_calls",
+        "pg_stat_get_xact_function_self_time",
+        "pg_stat_get_xact_function_total_time",
+        "pg_stat_get_xact_numscans",
+        "pg_stat_get_xact_tuples_deleted",
+        "pg_stat_get_xact_tuples_fetched",
+        "pg_stat_get_xact_tuples_hot_updated",
+        "pg_stat_get_xact_tuples_inserted",
+        "pg_stat_get_xact_tuples_returned",
+        "pg_stat_get_xact_tuples_updated",
+    ]
+)
+"""PostgreSQL built-ins marked volatile that only read (their answer can change within a statement), which the
+catalog's own views call (pg_locks, pg_prepared_xacts, pg_sequences, pg_stat_xact_*): the plan check allows them
+beside the immutable and stable built-ins and the listed names. Those reading files (pg_hba_file_rules) are not."""

@@ -6,7 +6,7 @@ Three steps, each an allowlist:
    in MySQL and hide MySQL's executable `/*! */` and `/*M! */`; backslash escapes, which end a string early for
    one and not the other; PostgreSQL's `U&"..."`, `E'...'` and `$$` quoting), the text is refused: a value that
    needs a backslash goes in `params`, which the driver binds and no parser reads.
-2. **What the statement may be.** One SELECT (or WITH ... SELECT, or EXPLAIN SELECT), nothing in it that
+2. **What the statement may be.** One SELECT (or WITH ... SELECT, VALUES, or EXPLAIN SELECT), nothing in it that
    writes, locks, assigns a variable or changes the session.
 3. **What it may call.** Every function call, wherever it stands (select list, FROM, LATERAL, WHERE, ORDER BY,
    a CTE, a subquery, a window), must be on the dialect's allowlist (functions.py), judged on the name as written
@@ -16,7 +16,7 @@ Three steps, each an allowlist:
    only as `pg_catalog.`, and a cast may only name a built-in type (a user-defined type's input function is code
    too). The names called are handed on: on PostgreSQL a listed name can still resolve to a function of that
    name in another schema (an overload, `public.upper(integer)`), which only the database knows of
-   (`Database.check_calls`). The engine layer (database.py) runs what passes in a read-only transaction as a
+   (`Database.check_statement`). The engine layer (database.py) runs what passes in a read-only transaction as a
    role checked at connect; neither layer alone is the promise.
 """
 
@@ -47,6 +47,7 @@ _WRITE_NODES = (
     exp.Commit, exp.Rollback, exp.Pragma, exp.Use,
 )  # fmt: skip
 _EXPLAIN = re.compile(r"^\s*explain(\s+query\s+plan)?\s+", re.IGNORECASE)
+_VALUES = re.compile(r"^\s*values\s*\(", re.IGNORECASE)
 _EXPLAIN_ANALYZE = re.compile(r"^\s*explain\s*(\(|analy[sz]e\b|extended\b|format\b)", re.IGNORECASE)
 
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
@@ -63,16 +64,16 @@ class Verdict(NamedTuple):
     leading EXPLAIN, its colons inside quotes escaped (`\\:`) so that text() leaves them as they are."""
     explain: bool
     calls: frozenset[str]
-    """Every function name the statement calls, as the engine resolves it (for `Database.check_calls`)."""
+    """Every function name the statement calls, as the engine resolves it (for `Database.check_statement`)."""
     types: frozenset[str] = frozenset()
     """Every name a type the statement makes a value of (a cast, a typed literal, a column definition) may have
-    been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_calls`)."""
+    been written as, lowercase: sqlglot keeps the type, not its spelling (for `Database.check_statement`)."""
     operators: frozenset[str] = frozenset()
     """PostgreSQL: every operator name the text may hold, read as PostgreSQL reads operators (a run of operator
-    characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_calls`)."""
+    characters), not as sqlglot does, which knows only the built-in ones (for `Database.check_statement`)."""
     relations: frozenset[str] = frozenset()
     """Every relation the statement names (PostgreSQL: as written; MariaDB: schema.name), since a view runs its
-    definition and, on PostgreSQL, a table its row-level policies (for `Database.check_calls`)."""
+    definition and, on PostgreSQL, a table its row-level policies (for `Database.check_statement`)."""
 
 
 def _refuse(why: str, hint: str = HINT) -> Refused:
@@ -102,9 +103,12 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
     _check_text(sql, dialect)
     if _EXPLAIN_ANALYZE.match(sql):
         raise _refuse("EXPLAIN with options or ANALYZE executes or reconfigures the statement; use explain_query")
-    body, explain = sql, False
+    text, explain = sql, False
     if match := _EXPLAIN.match(sql):
-        body, explain = sql[match.end() :], True
+        text, explain = sql[match.end() :], True
+    # A bare VALUES list is a read, which sqlglot takes for a MySQL VALUES() call: it is judged as the subquery it
+    # is (every token of it, in the same order, inside SELECT * FROM (...)) and runs as written.
+    body = f"SELECT * FROM ({text}\n) AS v" if _VALUES.match(text) else text  # noqa: S608 - judged, not run
     read = DIALECTS.get(dialect, dialect)
     try:
         tokens = sqlglot.tokenize(body, read=read)
@@ -146,7 +150,7 @@ def _check_read_only(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         if isinstance(node, exp.Func) and (name := _check_call(node, body, dialect, extra)):
             calls.add(name)
     operators = _pg_operators(body) if dialect == "postgresql" else frozenset()
-    statement = _colons_kept(body.strip().rstrip(";"), backticks=dialect != "postgresql")
+    statement = _colons_kept(text.strip().rstrip(";"), backticks=dialect != "postgresql")
     return Verdict(statement, explain, frozenset(calls), frozenset(types), operators, frozenset(relations))
 
 
@@ -272,9 +276,10 @@ def _check_call(node: exp.Func, body: str, dialect: str, extra: frozenset[str]) 
 
 
 def _relation(table: exp.Table, dialect: str) -> str | None:
-    """A relation's name for `Database.check_calls`: PostgreSQL's to_regclass reads it as written, MariaDB's
-    catalog holds the names themselves; None where nothing can run (SQLite's views call built-ins only; DUAL)."""
-    if dialect == "sqlite" or (dialect != "postgresql" and not table.db and table.name.lower() == "dual"):
+    """A relation's name for `Database.check_statement`: PostgreSQL's to_regclass reads it as written, MariaDB's
+    and SQLite's catalogs hold the names themselves (SQLite's views call built-ins only: its names serve the
+    tools' error messages); None for DUAL."""
+    if dialect != "postgresql" and not table.db and table.name.lower() == "dual":
         return None
     if dialect == "postgresql":
         return ".".join(part.sql(dialect="postgres") for part in table.parts)

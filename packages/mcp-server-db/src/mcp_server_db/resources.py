@@ -22,7 +22,7 @@ import anyio.to_thread
 from fastmcp.resources import FunctionResource, Resource, ResourceTemplate
 from fastmcp.utilities.components import FastMCPComponent
 from fastmcp.utilities.versions import VersionSpec
-from mcp_server_core import ReferenceServer, ResourceSet, ToolFailure, Untrusted, cut_to_budget, one_line
+from mcp_server_core import NotFound, ReferenceServer, ResourceSet, ToolFailure, Untrusted, cut_to_budget, one_line
 from pydantic import PrivateAttr
 
 from mcp_server_db.database import Database
@@ -137,8 +137,16 @@ class SchemaResources:
         return cut_to_budget("\n".join(lines) or "No tables.", OVERVIEW_BYTES, "find_objects pages through the rest")
 
     def read_table(self, name: str) -> str:
-        """The template's reader: `name` is as the URI spells it, percent-encoded."""
-        return self.render_table(unquote(name))
+        """The template's reader: `name` is as the URI spells it, percent-encoded. A table that does not exist is
+        the client's mistake (-32602, the helpers' answer to a NotFound), logged as one, not as a server fault:
+        fastmcp logs what a template raises at the level of its own error type, ERROR with a traceback for
+        anything else."""
+        try:
+            return self.render_table(unquote(name))
+        except NotFound as exc:
+            from fastmcp.exceptions import ResourceError
+
+            raise ResourceError(str(exc), log_level=logging.INFO) from exc
 
     def render_table(self, name: str) -> str:
         from mcp_server_db.catalog import describe

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp_server_core import (
@@ -16,6 +17,7 @@ from mcp_server_core import (
     Untrusted,
     audit_target,
     decode_cursor,
+    did_you_mean,
     encode_cursor,
     one_line,
     take_within_budget,
@@ -320,8 +322,11 @@ def query_toolset(db: Database) -> Toolset:
         # Bounded whatever the query returns: rows stream from the engine, at most a page is held, long values
         # are cut, and the page stops at QUERY_ROWS or the byte budget in text and in structured content alike.
         # No cursor: SQL pages itself (LIMIT/OFFSET), which the model writes anyway, and the schema stays small.
-        with db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection:
-            db.check_calls(connection, verdict)
+        with (
+            _close_columns_named(db, verdict.relations),
+            db.connect(max_rows=None if explain else QUERY_ROWS + 1) as connection,
+        ):
+            db.check_statement(connection, verdict)
             try:
                 if explain:  # a plan is small, and PostgreSQL cannot DECLARE a cursor for EXPLAIN
                     result = db.execute(connection, statement, params)
@@ -358,8 +363,8 @@ def analysis_toolset(db: Database) -> Toolset:
         from mcp_server_db.guard import check_read_only
 
         verdict = check_read_only(sql, db.dialect, db.allowed_functions)
-        with db.connect() as connection:
-            db.check_calls(connection, verdict)  # planning folds constant calls and casts: it runs them too
+        with _close_columns_named(db, verdict.relations), db.connect() as connection:
+            db.check_statement(connection, verdict)  # planning folds constant calls and casts: it runs them too
             result = db.execute(connection, _explain_sql(db, verdict.statement), params)
             plan = [" | ".join(cell(v) for v in row) for row in result.fetchmany(500)]
         return QueryPlan(plan=_within(plan, lambda line: 2 * json_size(line) + 2))
@@ -427,6 +432,34 @@ def _rows(result: Any, most: int) -> Iterator[Any]:
         for row in batch:
             taken += 1
             yield row
+
+
+@contextmanager
+def _close_columns_named(db: Database, relations: frozenset[str]) -> Iterator[None]:
+    """A column the database did not find is named with the columns of the tables the statement reads, the close
+    ones first (read on a connection of their own: PostgreSQL's transaction is over after the error)."""
+    from mcp_server_db.database import UnknownColumn
+
+    try:
+        yield
+    except UnknownColumn as exc:
+        from mcp_server_db.catalog import known_relations
+
+        wanted = {relation.rpartition(".")[2].strip('"`').lower() for relation in relations}
+        columns: dict[str, None] = {}
+        tables: list[str] = []
+        with db.connect() as connection:
+            inspector = db.inspector(connection)
+            for rel in known_relations(db, inspector, db.schema_version(connection)).values():
+                if rel.name.lower() in wanted and len(tables) < 10:
+                    tables.append(rel.qualified)
+                    columns |= dict.fromkeys(c["name"] for c in inspector.get_columns(rel.name, schema=rel.schema))
+        if not tables:
+            raise
+        raise InvalidArgument(
+            f"No column {exc.column!r} in {', '.join(tables)} ({exc.args[0]}).",
+            hint=did_you_mean(exc.column, columns, noun="column"),
+        ) from None
 
 
 def _explain_sql(db: Database, statement: str) -> str:
