@@ -9,7 +9,10 @@ Past the drain bound the process leaves whatever still runs (a sync tool's threa
 leaves even when no Python code can run: a worker thread holding the GIL in a C call (a catastrophic `re` match)
 starves the main thread, so no signal handler, timer or event loop gets to act. For that, a small watchdog
 process waits on a pipe that faulthandler's C-level SIGTERM handler writes to (it needs no GIL); once told, it
-kills the server if it is still there a few seconds past the bound.
+kills the server if it is still there a few seconds past the bound. That handler writes only the stack of the
+thread the signal landed in: reading another thread's frames while it runs Python can crash the process (it did,
+once, on SIGTERM during a SQLite query). Every thread's stack is asked for (SIGUSR2) only of a server that is
+stuck, just before the watchdog stops it: then no thread runs Python, and the server is about to go anyway.
 
 `--workers N` forks N processes on one port; each builds its own server after the fork, so nothing (pools,
 threads, event loops) is shared. On Linux each worker listens on its own SO_REUSEPORT socket and the kernel
@@ -88,6 +91,20 @@ server, bound, starved = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 said, term_at, beat_at = b"", None, time.monotonic()
+
+
+def threads(server):
+    # Every thread's stack, asked of a stuck server (SIGUSR2: faulthandler writes them here at once).
+    os.kill(server, signal.SIGUSR2)
+    got, until = b"", time.monotonic() + 2
+    while select.select([0], [], [], max(min(until - time.monotonic(), 0.3 if got else 2), 0))[0]:
+        data = os.read(0, 1 << 16)
+        if not data:
+            break
+        got = (got + data.replace(bytes(1), b""))[: 1 << 20]
+    return got or said
+
+
 while True:
     ends = [t for t in (term_at and term_at + bound, starved and beat_at + starved) if t]
     wait = max(min(ends) - time.monotonic(), 0) if ends else None
@@ -104,13 +121,14 @@ while True:
         continue
     if os.getppid() != server:  # not a process that reused its id
         sys.exit(0)
+    stacks = threads(server)
     if term_at is None:
         os.write(2, b"no turn of the event loop for %g s (a call holds the GIL past the call deadline): SIGTERM\\n"
-                 % starved)
+                 % starved + stacks)
         os.kill(server, signal.SIGTERM)  # its handler writes here, and the drain bound runs from now
         starved = 0
         continue
-    os.write(2, b"still running %g s after SIGTERM (its threads when it came are below); killed\\n" % bound + said)
+    os.write(2, b"still running %g s after SIGTERM (its threads are below); killed\\n" % bound + stacks)
     os.kill(server, signal.SIGKILL)
     sys.exit(0)
 """
@@ -135,7 +153,10 @@ def _watchdog(bound_s: float, starved_s: float | None) -> Iterator[Callable[[], 
         stdout=subprocess.DEVNULL,
     )
     os.close(read_end)
-    faulthandler.register(signal.SIGTERM, file=write_end, all_threads=True, chain=True)
+    # On SIGTERM only the receiving thread's stack (see the module's docstring); all of them on the watchdog's
+    # SIGUSR2, which it sends only to a server that is stuck.
+    faulthandler.register(signal.SIGTERM, file=write_end, all_threads=False, chain=True)
+    faulthandler.register(signal.SIGUSR2, file=write_end, all_threads=True, chain=False)
 
     def beat() -> None:
         with contextlib.suppress(OSError):  # full (the watchdog reads slowly) or gone: the next beat says it
@@ -145,6 +166,7 @@ def _watchdog(bound_s: float, starved_s: float | None) -> Iterator[Callable[[], 
         yield beat
     finally:
         faulthandler.unregister(signal.SIGTERM)
+        faulthandler.unregister(signal.SIGUSR2)
         os.close(write_end)  # the watchdog reads the end of the pipe and leaves
         with contextlib.suppress(subprocess.TimeoutExpired):
             watchdog.wait(timeout=1)
