@@ -102,7 +102,7 @@ async def test_list_notes_pages_with_a_cursor(notes: Path) -> None:
     [
         ("write_note", {"name": "../escape", "text": "x"}, "name"),  # the note name's pattern
         ("list_notes", {"limit": 0}, "limit"),  # Limit's floor of 1
-        ("list_notes", {"cursor": "x" * 5_000}, "cursor"),  # Cursor's length
+        ("list_notes", {"cursor": "x" * 20_000}, "cursor"),  # Cursor's length (16,384)
         ("search_notes", {"query": ""}, "query"),
     ],
 )
