@@ -689,6 +689,9 @@ def _pg_marker(value: str, as_text: str, size: str, type_oid: int) -> str:
     )
 
 
+_RECANCEL_S = 10.0
+"""How long a PostgreSQL cancel is repeated while the abandoned call's connection is still running a statement."""
+
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
@@ -1127,7 +1130,18 @@ class Database:
         if isinstance(raw, sqlite3.Connection):
             raw.interrupt()
         elif self.dialect == "postgresql":
+            # PostgreSQL ignores a cancel that reaches the backend between two statements, and a statement sent
+            # just before the abandonment was seen would then run on for nobody (seen under load: the guard's
+            # catalog reads and EXPLAIN come before the query). So cancel again while the connection is busy.
+            from psycopg.pq import TransactionStatus
+
+            deadline = time.monotonic() + _RECANCEL_S
             raw.cancel_safe(timeout=5.0)
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                if raw.info.transaction_status != TransactionStatus.ACTIVE:
+                    break
+                raw.cancel_safe(timeout=5.0)
         else:
             # MariaDB has no cancel request on the connection itself: a second, short connection kills the query.
             cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
