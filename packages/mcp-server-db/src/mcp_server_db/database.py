@@ -692,6 +692,7 @@ def _pg_marker(value: str, as_text: str, size: str, type_oid: int) -> str:
 _RECANCEL_S = 10.0
 """How long a PostgreSQL cancel is repeated while the abandoned call's connection is still running a statement."""
 
+
 class Database:
     """One database, opened so that the engine itself refuses writes; `writer` exists only with `allow_write`."""
 
