@@ -95,6 +95,17 @@ def test_sigterm_on_an_idle_stdio_server_exits_0_at_once(tmp_path: Path) -> None
         assert time.monotonic() - started < 5
 
 
+def _sessions(admin: Engine) -> list[tuple[object, ...]]:
+    """Every other session PostgreSQL has and what it waits on: what a failure here needs to say (this test once
+    saw its query never start within 30 s in CI, and passed alone every time)."""
+    query = (
+        "SELECT application_name, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity "
+        "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    )
+    with admin.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(query))]
+
+
 def _active_statements(admin: Engine, application_name: str) -> int:
     with admin.connect() as connection:
         query = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND application_name = :name"
@@ -119,7 +130,9 @@ def test_a_client_that_closes_stdin_then_sends_sigterm_gets_its_calls_stopped_be
                 with contextlib.suppress(WireError):  # an answer this early says why the query never started
                     answered = wire.response_to(9, timeout=0.05)
                     pytest.fail(f"the call ended before its query was seen running: {answered}")
-            assert _active_statements(admin, marker), f"the query never started; stderr: {wire.stderr[-2000:]}"
+            assert _active_statements(admin, marker), (
+                f"the query never started; sessions: {_sessions(admin)}; stderr: {wire.stderr[-2000:]}"
+            )
             assert wire.proc.stdin is not None
             wire.proc.stdin.close()
             time.sleep(0.5)  # the client's grace after closing stdin (2 s in the SDKs; the drain bound is 60 s)
