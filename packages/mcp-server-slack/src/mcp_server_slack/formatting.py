@@ -14,7 +14,6 @@ from datetime import UTC, date, datetime, timedelta
 from mcp_server_core import InvalidArgument, Untrusted
 
 __all__ = [
-    "BROADCAST",
     "mentioned_ids",
     "parse_time",
     "quoted",
@@ -25,8 +24,6 @@ __all__ = [
 _ANGLE = re.compile(r"<([^<>\n]+)>")
 _USER_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _CHANNEL_MENTION = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|[^>]*)?>")
-BROADCAST = re.compile(r"<!(channel|here|everyone)(?:\|[^>]*)?>", re.IGNORECASE)
-"""The mentions that notify a whole channel or workspace."""
 
 _CODE = re.compile(r"(```.*?```|`[^`\n]+`)", re.DOTALL)
 # Emphasis only where Slack itself would render it: a marker at a word edge, text hugging it on both sides.

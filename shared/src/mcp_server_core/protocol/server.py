@@ -302,7 +302,7 @@ class ReferenceServer(FastMCP[Any]):
         """The last check every answer passes: text and structured content within twice the tool's text budget
         (budget.py). The helpers' own tools already fit (conventions.answer_of); a tool built by hand, or one
         that returns a ToolResult itself, is cut here, so no tool of any server can send more."""
-        definition = next((d for d in self.toolsets.definitions() if d.name == name), None)
+        definition = self.toolsets.definition(name)
         budget = definition.budget if definition else DEFAULT_BUDGET
         if _result_bytes(result) <= 2 * budget:
             return result

@@ -143,6 +143,10 @@ class Toolsets:
         """Every tool of every toolset this server could offer, on or off."""
         return [d for t in self._available.values() for d in t.tools if self._offered(d)]
 
+    def definition(self, name: str) -> ToolDefinition | None:
+        """The tool called `name` among `definitions()`, or None (a tool built by hand, a fixture's)."""
+        return next((d for d in self.definitions() if d.name == name), None)
+
     def enable(self, name: str, *, announce: bool = True) -> bool:
         """Switch a toolset on for every client; False if it already was. Clients hear tools/list_changed,
         unless `announce` is False (the server is being built: nobody holds a list yet)."""

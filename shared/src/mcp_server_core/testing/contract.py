@@ -247,7 +247,7 @@ async def _tool_with_required_argument(client: Client[Any]) -> tuple[str, str]:
 
 
 def _tool_budget(server: ReferenceServer, name: str) -> int:
-    definition = next((d for d in server.toolsets.definitions() if d.name == name), None)
+    definition = server.toolsets.definition(name)
     return definition.budget if definition else DEFAULT_BUDGET
 
 
