@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -207,6 +208,20 @@ class StdioWire:
             return self._stderr_text
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
+
+    def threads(self, timeout: float = 5.0) -> str:
+        """Every thread's stack in the server, as its log now ends: for the message of a test that found the
+        server stuck (the helpers' serving code writes them to stderr on SIGUSR2). Reading the frames of threads
+        that run Python can crash the process, so only ask a server the test is done with."""
+        if self.proc.poll() is not None:
+            return self.stderr[-6000:]
+        before = len(self.stderr)
+        self.proc.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while "most recent call first" not in self.stderr[before:] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the other threads' stacks follow the first one's within microseconds
+        return self.stderr[before:][-12000:]
 
     def close(self, timeout: float = PATIENCE_S) -> int:
         """Close stdin (the client leaves) and return the exit code."""

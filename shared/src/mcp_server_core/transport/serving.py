@@ -11,8 +11,9 @@ starves the main thread, so no signal handler, timer or event loop gets to act. 
 process waits on a pipe that faulthandler's C-level SIGTERM handler writes to (it needs no GIL); once told, it
 kills the server if it is still there a few seconds past the bound. That handler writes only the stack of the
 thread the signal landed in: reading another thread's frames while it runs Python can crash the process (it did,
-once, on SIGTERM during a SQLite query). Every thread's stack is asked for (SIGUSR2) only of a server that is
-stuck, just before the watchdog stops it: then no thread runs Python, and the server is about to go anyway.
+once, on SIGTERM during a SQLite query). Every thread's stack is written to stderr on SIGUSR2, which the watchdog
+sends only to a server that is stuck, just before it stops it (then no thread runs Python, and the server is
+about to go anyway); an operator (or a test) may send it too, to see where a server that seems stuck waits.
 
 `--workers N` forks N processes on one port; each builds its own server after the fork, so nothing (pools,
 threads, event loops) is shared. On Linux each worker listens on its own SO_REUSEPORT socket and the kernel
@@ -94,15 +95,10 @@ said, term_at, beat_at = b"", None, time.monotonic()
 
 
 def threads(server):
-    # Every thread's stack, asked of a stuck server (SIGUSR2: faulthandler writes them here at once).
+    # Every thread's stack, asked of a stuck server: faulthandler's SIGUSR2 handler writes them to its stderr,
+    # which is this process's too, at once and in C; the short wait lets it finish before what follows.
     os.kill(server, signal.SIGUSR2)
-    got, until = b"", time.monotonic() + 2
-    while select.select([0], [], [], max(min(until - time.monotonic(), 0.3 if got else 2), 0))[0]:
-        data = os.read(0, 1 << 16)
-        if not data:
-            break
-        got = (got + data.replace(bytes(1), b""))[: 1 << 20]
-    return got or said
+    time.sleep(0.3)
 
 
 while True:
@@ -115,20 +111,21 @@ while True:
         text = data.replace(bytes(1), b"")
         if len(text) < len(data):
             beat_at = time.monotonic()  # a NUL byte: its event loop had a turn
-        if text:  # its SIGTERM handler's traceback of every thread
+        if text:  # its SIGTERM handler's traceback of the thread the signal landed in
             said = (said + text)[: 1 << 20]
             term_at = term_at or time.monotonic()
         continue
     if os.getppid() != server:  # not a process that reused its id
         sys.exit(0)
-    stacks = threads(server)
     if term_at is None:
-        os.write(2, b"no turn of the event loop for %g s (a call holds the GIL past the call deadline): SIGTERM\\n"
-                 % starved + stacks)
+        os.write(2, b"no turn of the event loop for %g s (a call holds the GIL past the call deadline): SIGTERM; "
+                 b"its threads:\\n" % starved)
+        threads(server)
         os.kill(server, signal.SIGTERM)  # its handler writes here, and the drain bound runs from now
         starved = 0
         continue
-    os.write(2, b"still running %g s after SIGTERM (its threads are below); killed\\n" % bound + stacks)
+    os.write(2, b"still running %g s after SIGTERM (its threads are below); killed\\n" % bound + said)
+    threads(server)
     os.kill(server, signal.SIGKILL)
     sys.exit(0)
 """
@@ -153,10 +150,11 @@ def _watchdog(bound_s: float, starved_s: float | None) -> Iterator[Callable[[], 
         stdout=subprocess.DEVNULL,
     )
     os.close(read_end)
-    # On SIGTERM only the receiving thread's stack (see the module's docstring); all of them on the watchdog's
-    # SIGUSR2, which it sends only to a server that is stuck.
+    # On SIGTERM only the receiving thread's stack (see the module's docstring), to the watchdog, which takes any
+    # text as the news of a SIGTERM; every thread's on SIGUSR2, straight to stderr (never to the watchdog: an
+    # operator's SIGUSR2 is no SIGTERM).
     faulthandler.register(signal.SIGTERM, file=write_end, all_threads=False, chain=True)
-    faulthandler.register(signal.SIGUSR2, file=write_end, all_threads=True, chain=False)
+    faulthandler.register(signal.SIGUSR2, file=2, all_threads=True, chain=False)
 
     def beat() -> None:
         with contextlib.suppress(OSError):  # full (the watchdog reads slowly) or gone: the next beat says it
