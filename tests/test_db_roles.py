@@ -288,3 +288,25 @@ def test_no_token_reaches_the_log_the_audit_lines_or_the_database(served: Served
             assert piece not in written
             assert piece not in seen
     assert "role:" in served.audit.read_text()  # the trail was written, so its silence above means something
+
+
+def _command(scratch: Scratch, role_map: Path, sql: str) -> subprocess.CompletedProcess[str]:
+    argv = python_module(
+        "mcp_server_db", f"postgresql+psycopg://{scratch.login}@127.0.0.1:5432/{scratch.name}", "--role-map"
+    )
+    return subprocess.run(
+        [*argv, str(role_map), "call", "run_query", sql], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_command_line_acts_as_the_maps_local_caller(scratch: Scratch, tmp_path: Path) -> None:
+    as_support = tmp_path / "local.json"
+    as_support.write_text(json.dumps({"roles": {"local": scratch.roles["support"]}}))
+    done = _command(scratch, as_support, "SELECT body FROM notes ORDER BY id")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[1:2] == ["support rota"]
+    unnamed = tmp_path / "unnamed.json"
+    unnamed.write_text(json.dumps({"roles": {"somebody/else": scratch.roles["sales"]}}))
+    refused = _command(scratch, unnamed, "SELECT body FROM notes")
+    assert refused.returncode != 0
+    assert "has no database role" in refused.stdout + refused.stderr
