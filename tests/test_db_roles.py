@@ -310,3 +310,14 @@ def test_the_command_line_acts_as_the_maps_local_caller(scratch: Scratch, tmp_pa
     refused = _command(scratch, unnamed, "SELECT body FROM notes")
     assert refused.returncode != 0
     assert "has no database role" in refused.stdout + refused.stderr
+
+
+def test_resource_reads_act_as_the_caller_too(served: Served) -> None:
+    def read(client: str) -> dict[str, Any]:
+        with HttpWire(served.url, token=served.tokens[client]) as wire:
+            wire.initialize()
+            return wire.request("resources/read", {"uri": "db://tables/notes"})
+
+    assert "notes" in read("alice")["result"]["contents"][0]["text"]
+    refused = read("carol")
+    assert "has no database role" in refused["error"]["message"]
