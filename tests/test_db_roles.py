@@ -321,3 +321,25 @@ def test_resource_reads_act_as_the_caller_too(served: Served) -> None:
     assert "notes" in read("alice")["result"]["contents"][0]["text"]
     refused = read("carol")
     assert "has no database role" in refused["error"]["message"]
+
+
+def test_a_mapped_role_that_bypasses_policies_or_is_missing_is_refused(scratch: Scratch, tmp_path: Path) -> None:
+    bypass = f"mcpdb_roles_bypass_{TAG}"
+    with scratch.owner.connect() as connection:
+        connection.execute(text(f"CREATE ROLE {bypass} NOLOGIN BYPASSRLS"))
+        connection.execute(text(f"GRANT {bypass} TO {scratch.login}"))
+    try:
+        role_map = tmp_path / "bypass.json"
+        role_map.write_text(json.dumps({"roles": {"local": bypass}}))
+        refused = _command(scratch, role_map, "SELECT body FROM notes")
+        assert refused.returncode != 0
+        assert f"mapped role {bypass}: BYPASSRLS" in refused.stdout + refused.stderr
+        assert "sales forecast" not in refused.stdout
+    finally:
+        with scratch.owner.connect() as connection:
+            connection.execute(text(f"DROP ROLE {bypass}"))
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"roles": {"local": f"mcpdb_roles_nobody_{TAG}"}}))
+    unusable = _command(scratch, missing, "SELECT body FROM notes")
+    assert unusable.returncode != 0
+    assert "could not act as its database role" in unusable.stdout + unusable.stderr
