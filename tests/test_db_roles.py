@@ -343,3 +343,18 @@ def test_a_mapped_role_that_bypasses_policies_or_is_missing_is_refused(scratch: 
     unusable = _command(scratch, missing, "SELECT body FROM notes")
     assert unusable.returncode != 0
     assert "could not act as its database role" in unusable.stdout + unusable.stderr
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "SET ROLE {other}",
+        "RESET ROLE",
+        "SELECT set_config('role', '{other}', false)",
+        "SET SESSION AUTHORIZATION postgres",
+    ],
+)
+def test_a_caller_cannot_leave_its_role(served: Served, scratch: Scratch, escape: str) -> None:
+    refused = served.call("alice", escape.format(other=scratch.roles["support"]))
+    assert refused.get("isError")
+    assert _rows(served.call("alice", "SELECT body FROM notes ORDER BY id")) == [["sales forecast"], ["sales pipeline"]]

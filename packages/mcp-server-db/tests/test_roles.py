@@ -89,6 +89,8 @@ def test_engines_without_roles_and_write_mode_are_refused_at_start(tmp_path: Pat
         Database(None, role_map=roles)
     with pytest.raises(ValueError, match="PostgreSQL-only"):
         Database("mysql+pymysql://root@127.0.0.1:3306/x", role_map=roles)
+    with pytest.raises(ValueError, match="set_config"):
+        Database("postgresql+psycopg://u@127.0.0.1:5432/x", role_map=roles, allowed_functions=["SET_CONFIG"])
     with pytest.raises(ValueError, match="could change its own role"):
         Database("postgresql+psycopg://u@127.0.0.1:5432/x", role_map=roles, allow_write=True)
 

@@ -758,6 +758,11 @@ class Database:
                 f"--role-map is PostgreSQL-only (SET ROLE narrows a session to one role there); {self.dialect} "
                 "cannot act as a role per caller: serve one database per audience instead"
             )
+        if role_map is not None and "set_config" in self.allowed_functions:
+            raise ValueError(
+                "--role-map with --allow-function set_config is refused: set_config('role', ...) would move a call "
+                "to another mapped role"
+            )
         if role_map is not None and allow_write:
             # A write statement is any one statement: SET ROLE, RESET ROLE or set_config('role', ...) would move
             # its call to another mapped role (the login role is a member of each), or back to the login role.
