@@ -17,6 +17,7 @@ import json
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,7 @@ def _start_provider(resources: list[str]) -> tuple[subprocess.Popen[str], str]:
 @dataclass
 class Served:
     url: str
+    role_map: Path
     log: Path
     audit: Path
     provider: Provider
@@ -213,7 +215,7 @@ def served(scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         tokens = {client: provider.token(client, url) for client in DEPARTMENTS}
         foreign = provider.token("alice", other)
         with log.open("wb") as sink, spawn_http_server(argv, port=port, log=sink):
-            yield Served(url, log, audit, provider, tokens, foreign)
+            yield Served(url, role_map, log, audit, provider, tokens, foreign)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -358,3 +360,22 @@ def test_a_caller_cannot_leave_its_role(served: Served, scratch: Scratch, escape
     refused = served.call("alice", escape.format(other=scratch.roles["support"]))
     assert refused.get("isError")
     assert _rows(served.call("alice", "SELECT body FROM notes ORDER BY id")) == [["sales forecast"], ["sales pipeline"]]
+
+
+def _until(check: Any, what: str) -> None:
+    deadline = time.monotonic() + 15
+    while not check():
+        assert time.monotonic() < deadline, f"not within 15 s: {what}"
+        time.sleep(0.2)
+
+
+def test_a_caller_removed_from_the_map_is_refused_without_a_restart(served: Served, scratch: Scratch) -> None:
+    before = served.role_map.read_text()
+    assert not served.call("bob", "SELECT 1").get("isError")
+    try:
+        served.role_map.write_text(before.replace("support = ", "# support = "))
+        _until(lambda: served.call("bob", "SELECT 1").get("isError"), "bob refused once out of the map")
+        assert _rows(served.call("alice", "SELECT count(*) FROM notes")) == [[2]]
+    finally:
+        served.role_map.write_text(before)
+        _until(lambda: not served.call("bob", "SELECT 1").get("isError"), "bob served again")

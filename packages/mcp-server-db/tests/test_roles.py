@@ -11,7 +11,7 @@ import pytest
 from mcp_server_core import Refused
 from mcp_server_core.testing import python_module
 from mcp_server_db.database import Database
-from mcp_server_db.roles import RoleMap, acting_as, call_role, quoted_role
+from mcp_server_db.roles import RoleMap, RoleMapFile, acting_as, call_role, quoted_role
 
 
 def _map(tmp_path: Path, text: str, name: str = "roles.toml", *, claim: str | None = None) -> RoleMap:
@@ -85,6 +85,7 @@ def test_a_refused_caller_carries_its_refusal_to_every_connection(tmp_path: Path
 
 def test_engines_without_roles_and_write_mode_are_refused_at_start(tmp_path: Path) -> None:
     roles = _map(tmp_path, '[roles]\na = "b"\n')
+    roles = RoleMapFile(tmp_path / "roles.toml")
     with pytest.raises(ValueError, match="PostgreSQL-only"):
         Database(None, role_map=roles)
     with pytest.raises(ValueError, match="PostgreSQL-only"):
@@ -107,3 +108,18 @@ def test_the_server_says_why_it_will_not_start(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "--role-map is PostgreSQL-only" in done.stderr
+
+
+def test_an_edited_map_is_read_again_and_a_broken_edit_keeps_the_map_before(tmp_path: Path) -> None:
+    path = tmp_path / "roles.json"
+    path.write_text(json.dumps({"roles": {"alice/alice": "app_alice", "bob/bob": "app_bob"}}))
+    watched = RoleMapFile(path)
+    watched.RECHECK_S = 0.0  # look at every call here; a second apart when serving
+    assert watched.current().role_for("bob/bob", {}) == "app_bob"
+    path.write_text(json.dumps({"roles": {"alice/alice": "app_alice"}}))  # bob removed: revoked
+    with pytest.raises(Refused, match="bob/bob has no database role"):
+        watched.current().role_for("bob/bob", {})
+    assert watched.generation == 1
+    path.write_text('{"roles": {"alice/alice": ""}}')  # an edit that cannot be used
+    assert watched.current().role_for("alice/alice", {}) == "app_alice"
+    assert watched.generation == 1

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sqlalchemy.exc import DBAPIError
 
     from mcp_server_db.guard import Verdict
-    from mcp_server_db.roles import RoleMap
+    from mcp_server_db.roles import RoleMapFile
 
 # SQLAlchemy itself is imported at the first connection (`Database._open_engines`), not with this module.
 
@@ -726,11 +726,13 @@ class Database:
         allow_write: bool = False,
         allow_privileged_role: bool = False,
         allowed_functions: Iterable[str] = (),
-        role_map: RoleMap | None = None,
+        role_map: RoleMapFile | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self.role_map = role_map
         """Each caller's role (`--role-map`): every call's connection acts as it (`connect`)."""
+        self._role_generation = 0
+        """The role map whose roles every pooled connection was checked against (`_check_role`)."""
         self.allow_privileged_role = allow_privileged_role
         self.allowed_functions = frozenset(name.lower() for name in allowed_functions)
         """Functions the operator allowed beyond the guard's lists (`--allow-function`)."""
@@ -982,7 +984,7 @@ class Database:
             powers = _role_powers(self.dialect, dbapi_connection)
             if self.role_map is not None:
                 # A call acts as its mapped role: that role must not reach further than the login role may.
-                powers += _mapped_role_powers(dbapi_connection, self.role_map.all_roles)
+                powers += _mapped_role_powers(dbapi_connection, self.role_map.current().all_roles)
             dbapi_connection.rollback()
         if not powers:
             return
@@ -1053,7 +1055,12 @@ class Database:
             return None
         from mcp_server_db.roles import call_role
 
-        return call_role()
+        role = call_role()
+        if self.role_map.generation != self._role_generation and self._engines is not None:
+            # A reloaded map may name roles no pooled connection has checked: new connections check them all.
+            self._role_generation = self.role_map.generation
+            self._engines[0].dispose()
+        return role
 
     def _set_role(self, connection: Connection, role: str) -> None:
         """Act as `role` from here on, inside the call's transaction, before its first statement (the guard's

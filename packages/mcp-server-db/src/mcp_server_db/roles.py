@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
+import threading
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -31,7 +34,9 @@ from typing import Any
 
 from mcp_server_core import Refused, one_line
 
-__all__ = ["RoleMap", "acting_as", "call_role", "quoted_role"]
+__all__ = ["RoleMap", "RoleMapFile", "acting_as", "call_role", "quoted_role"]
+
+logger = logging.getLogger(__name__)
 
 _MOST_FILE_BYTES = 1024 * 1024
 _MOST_ENTRIES = 100_000
@@ -117,6 +122,56 @@ class RoleMap:
             "and callers it does not name reach no data.",
             hint="Ask the server's operator to add you to the role map (--role-map).",
         )
+
+
+class RoleMapFile:
+    """The role map, read again when its file changes (looked at, at most every second, when a call asks): a
+    caller removed from it is refused within seconds, without a restart, as a token removed from the token file
+    is. An edit that cannot be used keeps the map from before it, and the log says why. `generation` counts the
+    maps read: a new one may name new roles, which `Database` checks before any call acts as them."""
+
+    RECHECK_S = 1.0
+
+    def __init__(self, path: Path, *, claim: str | None = None) -> None:
+        self.path = path
+        self._claim = claim
+        self._seen = _content(path)
+        self._map = RoleMap.load(path, claim=claim)
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+        self.generation = 0
+
+    def current(self) -> RoleMap:
+        """The map as the file says now (read again only if it changed since last looked at)."""
+        if time.monotonic() - self._checked < self.RECHECK_S:
+            return self._map
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked < self.RECHECK_S:
+                return self._map
+            self._checked = now
+            seen = _content(self.path)
+            if seen == self._seen:
+                return self._map
+            self._seen = seen
+            try:
+                self._map = RoleMap.load(self.path, claim=self._claim)
+            except ValueError as exc:
+                logger.warning("role map %s changed but was not reloaded, the map before stays: %s", self.path, exc)
+                return self._map
+            self.generation += 1
+            logger.info(
+                "role map %s reloaded: %d callers, %d roles", self.path, len(self._map.roles), len(self._map.all_roles)
+            )
+            return self._map
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        with path.open("rb") as file:
+            return file.read(_MOST_FILE_BYTES + 1)
+    except OSError:
+        return None
 
 
 def _check_role_name(path: Path, role: object) -> None:

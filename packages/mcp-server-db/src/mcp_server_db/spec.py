@@ -30,9 +30,9 @@ def open_database(settings: DbSettings) -> Database:
         )
     role_map = None
     if settings.role_map is not None:
-        from mcp_server_db.roles import RoleMap
+        from mcp_server_db.roles import RoleMapFile
 
-        role_map = RoleMap.load(settings.role_map, claim=settings.role_claim)
+        role_map = RoleMapFile(settings.role_map, claim=settings.role_claim)
     elif settings.role_claim:
         raise ValueError("--role-claim names the claim a role map is keyed on: give the map too (--role-map FILE)")
     return Database(
@@ -64,7 +64,7 @@ def _toolsets(settings: DbSettings, stack: ExitStack) -> Iterator[Sequence[Tools
             # The command line is the operator's own shell: it acts as the map's `local` caller, or its default.
             from mcp_server_db.roles import acting_as
 
-            stack.enter_context(acting_as(db.role_map, "local", {}))
+            stack.enter_context(acting_as(db.role_map.current(), "local", {}))
         chosen = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
         if settings.allow_write and not settings.read_only:
             chosen.append(write_toolset(db, before_write=lambda: None, after_write=lambda: None))
