@@ -61,8 +61,15 @@ shapes-deps:
 	@test -x $(SLACK_SHAPES)/node_modules/.bin/tsc || npm ci --prefix $(SLACK_SHAPES) --no-audit --no-fund --loglevel=error
 	@test -d $(GITHUB_OPENAPI)/node_modules/@octokit/openapi || npm ci --prefix $(GITHUB_OPENAPI) --no-audit --no-fund --loglevel=error
 
+# A certified OpenID Provider (oidc-provider, pinned by its lockfile) that tests start on 127.0.0.1 for real JWTs.
+OIDC_PREFIX := tests/oidc
+
+.PHONY: oidc-deps
+oidc-deps:
+	@test -d $(OIDC_PREFIX)/node_modules/oidc-provider || npm ci --prefix $(OIDC_PREFIX) --no-audit --no-fund --loglevel=error
+
 .PHONY: pytest
-pytest: install conformance-deps bundle-deps shapes-deps ## The test suites of every package and the cross-server tests
+pytest: install conformance-deps bundle-deps shapes-deps oidc-deps ## The test suites of every package and the cross-server tests
 	$(UV) run --no-sync pytest -n 2 --dist loadscope -m "not serial"
 	$(UV) run --no-sync pytest -m serial
 

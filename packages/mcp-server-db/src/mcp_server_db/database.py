@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sqlalchemy.exc import DBAPIError
 
     from mcp_server_db.guard import Verdict
+    from mcp_server_db.roles import RoleMapFile
 
 # SQLAlchemy itself is imported at the first connection (`Database._open_engines`), not with this module.
 
@@ -302,6 +303,27 @@ def _role_powers(dialect: str, dbapi_connection: Any) -> list[str]:
             if match:
                 granted = {p.strip().upper() for p in match.group(1).split(",")}
                 found += [p for p in _MY_POWERS if p in granted and p not in found]
+        return found
+    finally:
+        cursor.close()
+
+
+def _mapped_role_powers(dbapi_connection: Any, roles: Iterable[str]) -> list[str]:
+    """PostgreSQL: what the role map's roles can do beyond reading their tables, or bypassing row-level security
+    (which the map exists to let decide), each worded `role: POWER`."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(
+            "SELECT r.rolname, r.rolsuper, r.rolreplication, r.rolcreaterole, r.rolbypassrls, ARRAY(SELECT b.rolname "
+            "FROM pg_roles b WHERE b.rolname = ANY(%s) AND pg_has_role(r.oid, b.oid, 'MEMBER') ORDER BY 1) "
+            "FROM pg_roles r WHERE r.rolname = ANY(%s) ORDER BY 1",
+            (list(_PG_POWERS), sorted(roles)),
+        )
+        found = []
+        for name, superuser, replication, createrole, bypassrls, members in cursor.fetchall():
+            flags = ["SUPERUSER"] * superuser + ["REPLICATION"] * replication + ["CREATEROLE"] * createrole
+            flags += ["BYPASSRLS"] * bypassrls + list(members)
+            found += [f"mapped role {name}: {flag}" for flag in flags]
         return found
     finally:
         cursor.close()
@@ -704,8 +726,13 @@ class Database:
         allow_write: bool = False,
         allow_privileged_role: bool = False,
         allowed_functions: Iterable[str] = (),
+        role_map: RoleMapFile | None = None,
     ) -> None:
         self.timeout_s = timeout_s
+        self.role_map = role_map
+        """Each caller's role (`--role-map`): every call's connection acts as it (`connect`)."""
+        self._role_generation = 0
+        """The role map whose roles every pooled connection was checked against (`_check_role`)."""
         self.allow_privileged_role = allow_privileged_role
         self.allowed_functions = frozenset(name.lower() for name in allowed_functions)
         """Functions the operator allowed beyond the guard's lists (`--allow-function`)."""
@@ -726,6 +753,25 @@ class Database:
             self.sqlite_path = Path(database)
         elif self.dialect not in ("postgresql", "mysql", "mariadb"):
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite, postgresql, mysql or mariadb")
+        if role_map is not None and self.dialect != "postgresql":
+            # MariaDB's SET ROLE adds a role's privileges to the login user's own, which stay: no narrowing, and no
+            # row-level security to decide per caller. SQLite has no roles.
+            raise ValueError(
+                f"--role-map is PostgreSQL-only (SET ROLE narrows a session to one role there); {self.dialect} "
+                "cannot act as a role per caller: serve one database per audience instead"
+            )
+        if role_map is not None and "set_config" in self.allowed_functions:
+            raise ValueError(
+                "--role-map with --allow-function set_config is refused: set_config('role', ...) would move a call "
+                "to another mapped role"
+            )
+        if role_map is not None and allow_write:
+            # A write statement is any one statement: SET ROLE, RESET ROLE or set_config('role', ...) would move
+            # its call to another mapped role (the login role is a member of each), or back to the login role.
+            raise ValueError(
+                "--role-map with --allow-write is refused: a write statement could change its own role (SET ROLE), "
+                "so the map would not bind writes; serve writes from a server without the map, one per role"
+            )
         self._allow_write = allow_write
         self._engines: tuple[Engine, Engine | None] | None = None
         self._engines_lock = threading.Lock()
@@ -936,6 +982,9 @@ class Database:
         down at start, or the role granted more since)."""
         with self.span("describe"):
             powers = _role_powers(self.dialect, dbapi_connection)
+            if self.role_map is not None:
+                # A call acts as its mapped role: that role must not reach further than the login role may.
+                powers += _mapped_role_powers(dbapi_connection, self.role_map.current().all_roles)
             dbapi_connection.rollback()
         if not powers:
             return
@@ -966,10 +1015,14 @@ class Database:
         engine = self.writer if write else self.engine
         if engine is None:
             raise Refused("Writing is off.", hint="Start the server with --allow-write and a database URL.")
+        # Before any connection is taken: a caller the role map refuses sends nothing to the database.
+        role = self._call_role()
         connected = False
         try:
             with engine.connect() as connection:
                 connected = True
+                if role is not None:
+                    self._set_role(connection, role)
                 raw: Any = connection.connection.dbapi_connection
                 if isinstance(raw, _SqliteConnection):
                     raw.deadline = time.monotonic() + self.timeout_s
@@ -995,6 +1048,38 @@ class Database:
             raise InvalidArgument(f"The statement could not be sent: {type(exc.orig).__name__}.") from None
         except SQLAlchemyError as exc:
             raise Unavailable(f"The database call failed: {type(exc).__name__}.") from None
+
+    def _call_role(self) -> str | None:
+        """The role the current call acts as (`roles.call_role`), or None: no map, or the server's own work."""
+        if self.role_map is None:
+            return None
+        from mcp_server_db.roles import call_role
+
+        role = call_role()
+        if self.role_map.generation != self._role_generation and self._engines is not None:
+            # A reloaded map may name roles no pooled connection has checked: new connections check them all.
+            self._role_generation = self.role_map.generation
+            self._engines[0].dispose()
+        return role
+
+    def _set_role(self, connection: Connection, role: str) -> None:
+        """Act as `role` from here on, inside the call's transaction, before its first statement (the guard's
+        catalog and plan reads too, which then see what the role sees). A session-wide SET, not SET LOCAL: a call
+        that commits keeps its role to its end; the rollback at the end of `connect` undoes it, and the pool's
+        DISCARD ALL (`_reset_session`) runs before the connection serves anyone else."""
+        from sqlalchemy.exc import DBAPIError
+
+        from mcp_server_db.roles import quoted_role
+
+        try:
+            connection.exec_driver_sql(f"SET ROLE {quoted_role(role)}", execution_options={"mcp_operation": "SET"})
+        except DBAPIError as exc:
+            message = str(exc.orig).strip().splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
+            raise Unavailable(
+                f"The call could not act as its database role {role}: {message}",
+                hint="The call ran nothing. The operator must create the role and grant it to the server's login "
+                "role (GRANT <role> TO <login role>; docs/identity.md).",
+            ) from None
 
     def check_statement(self, connection: Connection, verdict: Verdict) -> None:
         """Refuse a statement that may run code other than the built-ins known to change nothing, judged where

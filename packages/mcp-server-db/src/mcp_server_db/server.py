@@ -12,6 +12,7 @@ from mcp_server_core import ReferenceServer
 from mcp_server_db import __version__
 from mcp_server_db.prompts import add_prompts
 from mcp_server_db.resources import SchemaResources
+from mcp_server_db.roles import RoleMapFile, acting_as
 from mcp_server_db.settings import DbSettings
 from mcp_server_db.tools import analysis_toolset, query_toolset, schema_toolset, write_toolset
 
@@ -36,6 +37,25 @@ class _SetOnFirstMessageAfterInitialize(Middleware):
         return await call_next(context)
 
 
+class _ActAsCallerRole(Middleware):
+    """Every request from a client acts as its caller's database role (`--role-map`, roles.py), or holds the
+    caller's refusal, which its first connection raises; the audit line names the role beside the principal."""
+
+    def __init__(self, role_map: RoleMapFile) -> None:
+        self._role_map = role_map
+
+    async def on_request(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        from fastmcp.server.dependencies import get_access_token
+        from mcp_server_core.auth.identity import principal
+        from mcp_server_core.operations.audit import audit_acting_as
+
+        token = get_access_token()
+        with acting_as(self._role_map.current(), principal(token), (token.claims if token else None) or {}) as role:
+            if role is not None:
+                audit_acting_as(f"role:{role}")
+            return await call_next(context)
+
+
 def build_server(settings: DbSettings) -> ReferenceServer:
     db = open_database(settings)
     writes = settings.allow_write and not settings.read_only
@@ -58,6 +78,8 @@ def build_server(settings: DbSettings) -> ReferenceServer:
     schema = SchemaResources(server, db)
     served = asyncio.Event()
     server.add_middleware(_SetOnFirstMessageAfterInitialize(served))
+    if db.role_map is not None:
+        server.add_middleware(_ActAsCallerRole(db.role_map))
     server.run_in_background(lambda: schema.watch(settings.schema_poll_s, served))
     server.on_shutdown(db.close)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from mcp_server_core.conventions.settings import ServerSettings
@@ -26,6 +27,15 @@ class DbSettings(ServerSettings):
         default_factory=list,
         validation_alias=AliasChoices("allow_functions", "MCP_DB_ALLOW_FUNCTIONS"),
         description="functions read-only queries may call beyond the guard's lists, comma-separated",
+    )
+
+    role_map: Path | None = Field(
+        None,
+        description="file (TOML or JSON) mapping each caller (principal, or --role-claim's value) to a PostgreSQL "
+        "role; each call then runs SET ROLE to it, and unmapped callers are refused unless the file gives a default",
+    )
+    role_claim: str | None = Field(
+        None, description="the JWT claim whose value the role map is keyed on (default: the file's, else the principal)"
     )
 
     @field_validator("allow_functions", mode="before")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from mcp_server_core import ServerSpec, Toolset
@@ -28,8 +28,16 @@ def open_database(settings: DbSettings) -> Database:
             "--allow-privileged-role: a superuser or a role with file, signal or replication powers is accepted; "
             "read-only then rests on the query guard alone (docs/db-least-privilege.md)"
         )
+    role_map = None
+    if settings.role_map is not None:
+        from mcp_server_db.roles import RoleMapFile
+
+        role_map = RoleMapFile(settings.role_map, claim=settings.role_claim)
+    elif settings.role_claim:
+        raise ValueError("--role-claim names the claim a role map is keyed on: give the map too (--role-map FILE)")
     return Database(
         settings.url,
+        role_map=role_map,
         timeout_s=settings.statement_timeout_s,
         allow_write=settings.allow_write,
         allow_privileged_role=settings.allow_privileged_role,
@@ -39,6 +47,11 @@ def open_database(settings: DbSettings) -> Database:
 
 @contextmanager
 def toolsets(settings: DbSettings) -> Iterator[Sequence[Toolset]]:
+    with ExitStack() as stack:
+        yield from _toolsets(settings, stack)
+
+
+def _toolsets(settings: DbSettings, stack: ExitStack) -> Iterator[Sequence[Toolset]]:
     # A command always reaches the database: SQLAlchemy loads here, while the helpers keep the collector paused
     # for start-up (cli._run_command), rather than inside the call. The server keeps it for its first connection.
     import sqlalchemy  # noqa: F401
@@ -47,6 +60,11 @@ def toolsets(settings: DbSettings) -> Iterator[Sequence[Toolset]]:
 
     db = open_database(settings)
     try:
+        if db.role_map is not None:
+            # The command line is the operator's own shell: it acts as the map's `local` caller, or its default.
+            from mcp_server_db.roles import acting_as
+
+            stack.enter_context(acting_as(db.role_map.current(), "local", {}))
         chosen = [schema_toolset(db), query_toolset(db), analysis_toolset(db)]
         if settings.allow_write and not settings.read_only:
             chosen.append(write_toolset(db, before_write=lambda: None, after_write=lambda: None))
@@ -74,6 +92,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME",
         help="let read-only queries call this function too (repeatable; the operator vouches it has no effects)",
+    )
+    parser.add_argument(
+        "--role-map",
+        metavar="FILE",
+        help="PostgreSQL: act as each caller's role (SET ROLE), from this TOML/JSON map; unmapped callers are refused",
+    )
+    parser.add_argument(
+        "--role-claim",
+        metavar="CLAIM",
+        help="the JWT claim the role map is keyed on (default: the map's claim, else the principal)",
     )
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from mcp_server_core.operations.metrics import CallMetrics
 
-__all__ = ["AUDIT_LOGGER", "AuditTrail", "audit_target", "configure_audit_log", "note_failure"]
+__all__ = ["AUDIT_LOGGER", "AuditTrail", "audit_acting_as", "audit_target", "configure_audit_log", "note_failure"]
 
 AUDIT_LOGGER = "mcp_server_core.operations.audit"
 AUDITED = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
@@ -56,6 +56,7 @@ class AuditNote:
     category: str | None = None
     timed_out: bool = False
     targets: list[str] = field(default_factory=list)
+    acting_as: str | None = None
 
 
 _note: ContextVar[AuditNote | None] = ContextVar("mcp_server_core_audit_note", default=None)
@@ -66,6 +67,13 @@ def audit_target(target: str) -> None:
     note = _note.get()
     if note is not None and target not in note.targets:
         note.targets.append(target)
+
+
+def audit_acting_as(identity: str) -> None:
+    """Name who the call acted as upstream, beside its principal (the database role a caller is mapped to)."""
+    note = _note.get()
+    if note is not None:
+        note.acting_as = identity
 
 
 def note_failure(category: str | None = None, *, timed_out: bool = False) -> None:
@@ -189,6 +197,8 @@ class AuditTrail:
             line["category"] = note.category
         if note.targets:
             line["targets"] = note.targets
+        if note.acting_as is not None:
+            line["acting_as"] = redact(note.acting_as)
         if self.include_arguments:
             line["arguments"] = redact(canonical[:_MAX_ARGUMENT_CHARS])
         logger.info(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
