@@ -207,6 +207,10 @@ class ChangeHub:
                 if self._listened[uri] <= 0:
                     del self._listened[uri]
 
+    def end_listen_streams(self) -> None:
+        """End every open `subscriptions/listen` stream gracefully (its final result frame): the server stops."""
+        self._listen.close()
+
     # --- wiring into the SDK server (done by ReferenceServer) ------------------------------------------------
 
     async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

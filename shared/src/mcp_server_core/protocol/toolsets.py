@@ -210,6 +210,12 @@ class Toolsets:
                 tags.update(rule.get("tags") or ())
         return {tag.removeprefix("toolset:") for tag in tags if tag.startswith("toolset:")}
 
+    def register_all(self) -> None:
+        """Register every toolset's tools now, hidden until a rule shows them: with hosts sharing choices
+        (`--state-url`), a principal's rule written on one host must find the tools on every other."""
+        for name in self._available:
+            self._register(name)
+
     def _register(self, name: str) -> None:
         """Add the toolset's tools to the server once, hidden until a rule shows them to someone."""
         if name in self._registered:

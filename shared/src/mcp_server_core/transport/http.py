@@ -552,6 +552,7 @@ def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedSta
     # Redis, a principal's choices made on one host are the ones every host serves.
     server._state_storage = shared.key_value(MemoryStore(max_entries_per_collection=MAX_STORED_EVENTS))
     server.changes.shared = shared
+    server.toolsets.register_all()
 
     async def state() -> str:
         await shared.check()
