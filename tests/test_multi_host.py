@@ -537,3 +537,28 @@ def test_calls_are_answered_while_redis_is_away_and_the_hosts_say_so(cluster: Cl
 
         _wait_for(shared_again, "the hosts did not notice Redis came back")
         assert _simple_call(cluster.round_robin, token)["isError"] is False
+
+
+# --- the same model on one host, without a state store -----------------------------------------------------------
+
+
+def test_one_host_without_a_state_store_keeps_choices_per_principal_and_announces_them(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("\n".join(TOKENS) + "\n")
+    mine, theirs = TOKENS
+    argv = python_module("mcp_server_template", "--notes-dir", str(tmp_path / "notes"), "--toolsets", "dynamic") + [
+        "--auth-token-file",
+        str(tokens),
+    ]
+    with spawn_http_server(argv) as (url, _process):
+        own, other = ListenStream(url, mine), ListenStream(url, theirs)
+        try:
+            answer = _modern(url, mine, "tools/call", {"name": "enable_toolset", "arguments": {"name": "notes"}})
+            assert answer["result"]["isError"] is False, answer
+            assert own.next(WAIT_S)["method"] == "notifications/tools/list_changed"
+            assert "list_notes" in _tool_names(url, mine)
+            assert "list_notes" not in _tool_names(url, theirs)
+            assert other.received.empty(), "another principal heard the choice"
+        finally:
+            own.close()
+            other.close()
