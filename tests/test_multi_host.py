@@ -546,10 +546,9 @@ def test_one_host_without_a_state_store_keeps_choices_per_principal_and_announce
     tokens = tmp_path / "tokens"
     tokens.write_text("\n".join(TOKENS) + "\n")
     mine, theirs = TOKENS
-    argv = python_module("mcp_server_template", "--notes-dir", str(tmp_path / "notes"), "--toolsets", "dynamic") + [
-        "--auth-token-file",
-        str(tokens),
-    ]
+    notes = str(tmp_path / "notes")
+    argv = python_module("mcp_server_template", "--notes-dir", notes, "--toolsets", "dynamic", "--auth-token-file")
+    argv.append(str(tokens))
     with spawn_http_server(argv) as (url, _process):
         own, other = ListenStream(url, mine), ListenStream(url, theirs)
         try:
