@@ -215,6 +215,8 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
                 "1",
                 "--max-queued-calls-per-client",
                 "0",
+                "--max-sessions-per-client",
+                "2",
                 "--log-level",
                 "INFO",
             )
@@ -412,6 +414,33 @@ def test_one_client_s_call_limit_holds_across_hosts(steady_cluster: Cluster) -> 
             assert "result" in json.loads(result["data"]), result
     # The call is over: its lease went back, and the second host answers the client.
     assert _simple_call(cluster.hosts[1], mine)["isError"] is False
+
+
+def test_one_client_s_session_limit_holds_across_hosts(steady_cluster: Cluster) -> None:
+    cluster = steady_cluster
+    token = TOKENS[1]
+    with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
+        first = _initialize(client, cluster.hosts[0], token, {})
+        _initialize(client, cluster.hosts[0], token, {})
+        refused = client.post(
+            cluster.hosts[1],
+            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": HANDSHAKE,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+        )
+        assert refused.status_code == 429, refused.text
+        assert "Too many sessions" in refused.text
+        # One ended (DELETE, on its host): the other host opens one again.
+        assert client.delete(cluster.hosts[0], headers=first).status_code == 200
+        _initialize(client, cluster.hosts[1], token, {})
 
 
 # --- resumable streams survive their host --------------------------------------------------------------------

@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -92,8 +93,26 @@ OWNER_REFRESH_S = 60.0
 """How often a session's owner record in the state store is renewed while the session is used."""
 
 
+def _session_digest(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
 def _owner_key(session_id: str) -> str:
-    return f"{PREFIX}session-owner:{hashlib.sha256(session_id.encode()).hexdigest()}"
+    return f"{PREFIX}session-owner:{_session_digest(session_id)}"
+
+
+def _sessions_key(owner: str) -> str:
+    return f"{PREFIX}sessions:{owner}"
+
+
+async def _record_session(client: Any, session_id: str, owner: str, keep_s: int, count_s: int) -> None:
+    """Who opened the session (kept `keep_s`, for resuming its streams elsewhere), and that it counts among its
+    owner's sessions until `count_s` after this renewal (a host that died stops renewing it)."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.set(_owner_key(session_id), owner, ex=keep_s)
+        pipe.zadd(_sessions_key(owner), {_session_digest(session_id): time.time() + count_s})
+        pipe.expire(_sessions_key(owner), count_s)
+        await pipe.execute()
 
 
 def _owner_digest(credential: _Credential | None) -> str:
@@ -231,6 +250,8 @@ class RequestGuard:
             send = self._recording_owners(scope, send)
         if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             await self.app(scope, receive, send)
+            if self.shared is not None and on_endpoint and scope["method"] == "DELETE":
+                await self._forget_session(scope)
             return
         headers = dict(scope["headers"])
         opening = None  # the credential this request may open a session for, counted until it is answered
@@ -383,7 +404,10 @@ class RequestGuard:
         owner = _owner_digest(_credential(scope))
         shared = self.shared
         assert shared is not None
-        idle_s = int(self.settings.session_idle_timeout_s) + EVENT_TTL_SECONDS
+        # The owner is kept as long as the session's events may be replayed; the count, as long as its host would
+        # keep it idle (renewed every OWNER_REFRESH_S while it is used).
+        keep_s = int(self.settings.session_idle_timeout_s) + EVENT_TTL_SECONDS
+        count_s = int(self.settings.session_idle_timeout_s + OWNER_REFRESH_S)
 
         async def recording(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 300:
@@ -394,7 +418,7 @@ class RequestGuard:
                         self._owners_written.clear()  # bounded: the worst is one more write per session
                     self._owners_written[session_id] = now
                     try:
-                        await shared.run(lambda client: client.set(_owner_key(session_id), owner, ex=idle_s))
+                        await shared.run(lambda client: _record_session(client, session_id, owner, keep_s, count_s))
                     except StateUnavailable:
                         self._owners_written.pop(session_id, None)
             await send(message)
@@ -420,10 +444,36 @@ class RequestGuard:
                     break
         return self._manager
 
+    async def _forget_session(self, scope: Scope) -> None:
+        """A session ended with DELETE no longer counts against its credential on any host."""
+        session_id = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")
+        if self.shared is None or not session_id:
+            return
+        self._owners_written.pop(session_id, None)
+        key = _sessions_key(_owner_digest(_credential(scope)))
+        with contextlib.suppress(StateUnavailable):
+            await self.shared.run(lambda client: client.zrem(key, _session_digest(session_id)))
+
+    async def _sessions_elsewhere_too(self, credential: _Credential) -> int | None:
+        """Sessions `credential` holds on every host (the state store's count), or None without one."""
+        if self.shared is None:
+            return None
+        key = _sessions_key(_owner_digest(credential))
+
+        async def count(client: Any) -> int:
+            await client.zremrangebyscore(key, "-inf", time.time())  # those whose host stopped renewing them
+            return int(await client.zcard(key))
+
+        try:
+            return await self.shared.run(count)
+        except StateUnavailable:
+            return None
+
     async def _room_for_a_session(self, manager: Any, credential: _Credential, send: Send) -> bool:
         """A credential holds at most `max_sessions_per_client` sessions, those being opened included: past it,
-        429 with Retry-After."""
+        429 with Retry-After. With a state store, its sessions on every host count."""
         held = sum(1 for owner in list(manager._session_owners.values()) if _as_credential(owner) == credential)
+        held = max(held, await self._sessions_elsewhere_too(credential) or 0)
         held += self._opening.of(credential)
         if held < self.settings.max_sessions_per_client:
             return True
