@@ -1,8 +1,8 @@
 """Two hosts behind nginx with Redis beside them (`--state-url`), as docs/deploy.md's multi-host recipe says.
 
 Each test starts its own `redis-server --save ''`, two template servers (separate processes on separate ports,
-the "hosts") and nginx with two upstream groups: round robin (what the stateless 2026-07-28 era needs) and
-ip_hash (affinity for handshake-era sessions). What is checked, through the real protocol:
+the "hosts") and nginx routed as docs/deploy.md says: 2026-07-28 requests round robin (they need no affinity),
+handshake-era sessions by the client's address (ip_hash). What is checked, through the real protocol:
 - a client whose host dies resumes its stream with Last-Event-ID on the other and misses no event;
 - one client's call limit holds across both hosts, and another client's calls are not held by it;
 - a 2026-07-28 client's toolset choice is seen by that client on both hosts and announced on its listen streams on
@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,9 +59,7 @@ class Cluster:
     hosts: list[str]
     processes: list[subprocess.Popen[bytes]]
     logs: list[IO[bytes]]
-    round_robin: str
-    sticky: str
-    streams: list[Any] = field(default_factory=list)
+    gateway: str
 
     def log(self, host: int) -> str:
         self.logs[host].seek(0)
@@ -114,46 +112,54 @@ http {{
     fastcgi_temp_path {folder}/fastcgi;
     uwsgi_temp_path {folder}/uwsgi;
     scgi_temp_path {folder}/scgi;
-    upstream mcp_any {{
-        server 127.0.0.1:{first} max_fails=0;
-        server 127.0.0.1:{second} max_fails=0;
-    }}
-    upstream mcp_sticky {{
-        ip_hash;
-        server 127.0.0.1:{first};
-        server 127.0.0.1:{second};
-    }}
+    {routing}
     server {{
-        listen 127.0.0.1:{any_port};
-        location /mcp {{ proxy_pass http://mcp_any/mcp; {common} }}
-    }}
-    server {{
-        listen 127.0.0.1:{sticky_port};
-        location /mcp {{ proxy_pass http://mcp_sticky/mcp; {common} }}
+        listen 127.0.0.1:{port};
+        {location}
     }}
 }}
 """
-COMMON = """
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-            proxy_next_upstream error timeout;
+ROUTING = """
+    # 2026-07-28 requests carry no session: any host serves them (round robin). Handshake-era requests belong to
+    # a session that lives on one host: the client's address picks it (ip_hash), and if it died, the next one.
+    map $http_mcp_protocol_version $mcp_upstream {{
+        "2026-07-28" mcp_any;
+        default      mcp_sticky;
+    }}
+    upstream mcp_any {{
+        server {first};
+        server {second};
+        keepalive 16;
+    }}
+    upstream mcp_sticky {{
+        ip_hash;
+        server {first};
+        server {second};
+    }}
 """
+"""docs/deploy.md's multi-host routing, with the two hosts' addresses filled in."""
+LOCATION = """
+    location /mcp {
+        proxy_pass http://$mcp_upstream/mcp;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host $host;
+        proxy_buffering off;
+        proxy_read_timeout 300s;
+        proxy_next_upstream error timeout;
+    }
+"""
+"""docs/deploy.md's multi-host `location /mcp` block."""
 
 
 @contextlib.contextmanager
-def nginx(folder: Path, first: int, second: int) -> Iterator[tuple[str, str]]:
+def nginx(folder: Path, first: int, second: int) -> Iterator[str]:
     assert NGINX is not None
     folder.mkdir(exist_ok=True)
-    any_port, sticky_port = free_port(), free_port()
+    port = free_port()
+    routing = ROUTING.format(first=f"127.0.0.1:{first}", second=f"127.0.0.1:{second}")
     config = folder / "nginx.conf"
-    config.write_text(
-        NGINX_CONFIG.format(
-            folder=folder, first=first, second=second, any_port=any_port, sticky_port=sticky_port, common=COMMON
-        )
-    )
+    config.write_text(NGINX_CONFIG.format(folder=folder, port=port, routing=routing, location=LOCATION))
     process = subprocess.Popen(
         [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"],
         stdout=subprocess.DEVNULL,
@@ -164,11 +170,11 @@ def nginx(folder: Path, first: int, second: int) -> Iterator[tuple[str, str]]:
         if process.poll() is not None:
             raise AssertionError(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
         with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", sticky_port)) == 0
+            return probe.connect_ex(("127.0.0.1", port)) == 0
 
     try:
         _wait_for(listening, "nginx did not listen")
-        yield f"http://127.0.0.1:{any_port}/mcp", f"http://127.0.0.1:{sticky_port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         stop_nginx(process)
 
@@ -230,8 +236,8 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
                     stack.push(server.__exit__)
         (first, first_process), (second, second_process) = (future.result() for future in started)
         hosts, processes, logs = [first, second], [first_process, second_process], [log for _, log in starting]
-        round_robin, sticky = stack.enter_context(nginx(tmp_path / "nginx", *(_port(url) for url in hosts)))
-        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, round_robin, sticky)
+        gateway = stack.enter_context(nginx(tmp_path / "nginx", *(_port(url) for url in hosts)))
+        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, gateway)
 
 
 def _port(url: str) -> int:
@@ -305,7 +311,7 @@ def test_a_toolset_choice_is_the_principal_s_on_every_host_and_announced_to_it_a
     other = ListenStream(cluster.hosts[1], theirs)
     try:
         answer = _modern(
-            cluster.round_robin, mine, "tools/call", {"name": "enable_toolset", "arguments": {"name": "notes"}}
+            cluster.gateway, mine, "tools/call", {"name": "enable_toolset", "arguments": {"name": "notes"}}
         )
         assert answer["result"]["isError"] is False, answer
         for host in cluster.hosts:
@@ -315,7 +321,7 @@ def test_a_toolset_choice_is_the_principal_s_on_every_host_and_announced_to_it_a
             assert stream.next(WAIT_S)["method"] == "notifications/tools/list_changed"
         # The other principal's first announcement is its own choice's, not the one before it.
         answer = _modern(
-            cluster.round_robin, theirs, "tools/call", {"name": "enable_toolset", "arguments": {"name": "notes"}}
+            cluster.gateway, theirs, "tools/call", {"name": "enable_toolset", "arguments": {"name": "notes"}}
         )
         assert answer["result"]["isError"] is False, answer
         assert other.next(WAIT_S)["method"] == "notifications/tools/list_changed"
@@ -397,7 +403,7 @@ def test_one_client_s_call_limit_holds_across_hosts(steady_cluster: Cluster) -> 
             assert refused["isError"] is True, refused
             assert "Too many calls" in refused["content"][0]["text"], refused
             for _ in range(2):
-                assert _simple_call(cluster.round_robin, mine)["isError"] is True
+                assert _simple_call(cluster.gateway, mine)["isError"] is True
             assert _simple_call(cluster.hosts[1], theirs)["isError"] is False
             request_id = json.loads(asking["data"])["id"]
             answered = client.post(
@@ -486,7 +492,7 @@ def _replay(url: str, token: str, session: dict[str, str], last_event_id: str) -
 def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster) -> None:
     token = TOKENS[0]
     with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
-        session = _initialize(client, cluster.sticky, token, {})
+        session = _initialize(client, cluster.gateway, token, {})
         holder = _holder(cluster, session, token)
         call = {
             "jsonrpc": "2.0",
@@ -496,7 +502,7 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
         }
         seen: list[dict[str, Any]] = []
         last_id = ""
-        with _post_stream(client, cluster.sticky, call, session) as stream:
+        with _post_stream(client, cluster.gateway, call, session) as stream:
             for event in _events(stream.iter_lines()):
                 last_id = event.get("id", last_id)
                 if event.get("data", "").startswith("{"):
@@ -513,7 +519,7 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
     cluster.processes[holder].wait(timeout=10)
 
     # The client comes back through the gateway, which can only send it to the other host.
-    resumed = _replay(cluster.sticky, token, session, last_id)
+    resumed = _replay(cluster.gateway, token, session, last_id)
     progress = [m["params"]["progress"] for m in [*seen, *resumed] if m.get("method") == "notifications/progress"]
     assert progress == [0, 50, 100], resumed
     answer = resumed[-1]
@@ -528,7 +534,7 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
             **session,
             "Last-Event-ID": last_id,
         }
-        assert stranger.get(cluster.sticky, headers=headers).status_code == 404
+        assert stranger.get(cluster.gateway, headers=headers).status_code == 404
 
 
 # --- Redis away ---------------------------------------------------------------------------------------------
@@ -536,7 +542,7 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
 
 def test_calls_are_answered_while_redis_is_away_and_the_hosts_say_so(cluster: Cluster) -> None:
     token = TOKENS[0]
-    assert _simple_call(cluster.round_robin, token)["isError"] is False
+    assert _simple_call(cluster.gateway, token)["isError"] is False
     for host in cluster.hosts:
         ready = httpx2.get(host.replace("/mcp", "/readyz")).json()
         assert ready == {"status": "ready", "state": "redis"}, ready
@@ -544,8 +550,8 @@ def test_calls_are_answered_while_redis_is_away_and_the_hosts_say_so(cluster: Cl
     cluster.redis.wait(timeout=10)
 
     for _ in range(6):  # every call answered, on both hosts
-        assert _simple_call(cluster.round_robin, token)["isError"] is False
-    tools = _tool_names(cluster.round_robin, token)
+        assert _simple_call(cluster.gateway, token)["isError"] is False
+    tools = _tool_names(cluster.gateway, token)
     assert "enable_toolset" in tools
     for index, host in enumerate(cluster.hosts):
         ready = httpx2.get(host.replace("/mcp", "/readyz")).json()
@@ -565,7 +571,7 @@ def test_calls_are_answered_while_redis_is_away_and_the_hosts_say_so(cluster: Cl
             )
 
         _wait_for(shared_again, "the hosts did not notice Redis came back")
-        assert _simple_call(cluster.round_robin, token)["isError"] is False
+        assert _simple_call(cluster.gateway, token)["isError"] is False
 
 
 # --- the same model on one host, without a state store -----------------------------------------------------------
