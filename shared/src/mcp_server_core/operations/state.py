@@ -43,8 +43,8 @@ TIMEOUT_S = 0.5
 RETRY_AFTER_S = 2.0
 """After a failure, how long nothing is asked of Redis before it is tried again."""
 PREFIX = "mcp:"
-"""Every key and channel this family writes starts with it, so a Redis shared with other software stays apart."""
-CHANNEL = PREFIX + "changes"
+"""Every key and channel this family writes starts with it and the server's name (`mcp:db:`), so servers, and
+other software, sharing one Redis stay apart."""
 
 _Result = TypeVar("_Result")
 
@@ -68,8 +68,17 @@ class StateUnavailable(RuntimeError):
 class SharedState:
     """The state store of one process: Redis at `url`, or nothing shared (`url` None, the embedded default)."""
 
-    def __init__(self, url: str | None, *, timeout_s: float = TIMEOUT_S, retry_after_s: float = RETRY_AFTER_S) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        namespace: str = "server",
+        timeout_s: float = TIMEOUT_S,
+        retry_after_s: float = RETRY_AFTER_S,
+    ) -> None:
         self.url = url
+        self.prefix = f"{PREFIX}{namespace}:"
+        """What this server's keys and channel start with."""
         self.timeout_s = timeout_s
         self.retry_after_s = retry_after_s
         self.origin = uuid.uuid4().hex
@@ -193,8 +202,9 @@ class SharedState:
         if not self.shared:
             return memory
         from key_value.aio.stores.redis import RedisStore
+        from key_value.aio.wrappers.prefix_collections import PrefixCollectionsWrapper
 
-        redis = _Circuit(self, lambda: RedisStore(client=self.client()))
+        redis = _Circuit(self, lambda: PrefixCollectionsWrapper(RedisStore(client=self.client()), prefix=self.prefix))
         return FallbackWrapper(redis, memory, fallback_on=(StateUnavailable,), write_to_fallback=True)
 
     @contextlib.asynccontextmanager
@@ -205,7 +215,7 @@ class SharedState:
         if not self.shared:
             yield None
             return
-        key = f"{PREFIX}lease:{pool}"
+        key = f"{self.prefix}lease:{pool}"
         member = uuid.uuid4().hex
         try:
             now = time.time()
@@ -230,7 +240,7 @@ class SharedState:
             return False
         body = json.dumps({**message, "origin": self.origin})
         try:
-            await self.run(lambda client: client.publish(CHANNEL, body))
+            await self.run(lambda client: client.publish(self.prefix + "changes", body))
         except StateUnavailable:
             return False
         return True
@@ -244,7 +254,7 @@ class SharedState:
                 client = self.client()
                 pubsub = client.pubsub()
                 try:
-                    await pubsub.subscribe(CHANNEL)
+                    await pubsub.subscribe(self.prefix + "changes")
                     while True:
                         # Read without the socket timeout: a quiet channel is not a failure.
                         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)

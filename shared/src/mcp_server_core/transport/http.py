@@ -46,7 +46,7 @@ from mcp_server_core.auth.tokens import is_loopback_host as is_loopback
 from mcp_server_core.conventions.settings import ServerSettings
 from mcp_server_core.operations.health import add_health_routes
 from mcp_server_core.operations.metrics import add_metrics_route, call_metrics, record_auth_failure
-from mcp_server_core.operations.state import PREFIX, SharedState, StateUnavailable
+from mcp_server_core.operations.state import SharedState, StateUnavailable
 from mcp_server_core.protocol.server import ReferenceServer
 from mcp_server_core.transport.jsonrpc import MessageRefused, error_message, read_message
 
@@ -97,21 +97,21 @@ def _session_digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
-def _owner_key(session_id: str) -> str:
-    return f"{PREFIX}session-owner:{_session_digest(session_id)}"
+def _owner_key(prefix: str, session_id: str) -> str:
+    return f"{prefix}session-owner:{_session_digest(session_id)}"
 
 
-def _sessions_key(owner: str) -> str:
-    return f"{PREFIX}sessions:{owner}"
+def _sessions_key(prefix: str, owner: str) -> str:
+    return f"{prefix}sessions:{owner}"
 
 
-async def _record_session(client: Any, session_id: str, owner: str, keep_s: int, count_s: int) -> None:
+async def _record_session(client: Any, prefix: str, session_id: str, owner: str, keep_s: int, count_s: int) -> None:
     """Who opened the session (kept `keep_s`, for resuming its streams elsewhere), and that it counts among its
     owner's sessions until `count_s` after this renewal (a host that died stops renewing it)."""
     async with client.pipeline(transaction=False) as pipe:
-        pipe.set(_owner_key(session_id), owner, ex=keep_s)
-        pipe.zadd(_sessions_key(owner), {_session_digest(session_id): time.time() + count_s})
-        pipe.expire(_sessions_key(owner), count_s)
+        pipe.set(_owner_key(prefix, session_id), owner, ex=keep_s)
+        pipe.zadd(_sessions_key(prefix, owner), {_session_digest(session_id): time.time() + count_s})
+        pipe.expire(_sessions_key(prefix, owner), count_s)
         await pipe.execute()
 
 
@@ -370,13 +370,14 @@ class RequestGuard:
         headers = dict(scope["headers"])
         session_id = headers.get(b"mcp-session-id", b"").decode("latin-1")
         last_event_id = headers.get(b"last-event-id", b"").decode("latin-1")
-        if not session_id or not last_event_id or self.events is None or self.shared is None:
+        shared = self.shared
+        if not session_id or not last_event_id or self.events is None or shared is None:
             return False
         manager = self._session_manager(scope)
         if manager is None or session_id in manager._server_instances:
             return False
         try:
-            owner = await self.shared.run(lambda client: client.get(_owner_key(session_id)))
+            owner = await shared.run(lambda client: client.get(_owner_key(shared.prefix, session_id)))
         except StateUnavailable:
             return False
         if owner is None or owner != _owner_digest(_credential(scope)):
@@ -418,7 +419,9 @@ class RequestGuard:
                         self._owners_written.clear()  # bounded: the worst is one more write per session
                     self._owners_written[session_id] = now
                     try:
-                        await shared.run(lambda client: _record_session(client, session_id, owner, keep_s, count_s))
+                        await shared.run(
+                            lambda client: _record_session(client, shared.prefix, session_id, owner, keep_s, count_s)
+                        )
                     except StateUnavailable:
                         self._owners_written.pop(session_id, None)
             await send(message)
@@ -450,7 +453,7 @@ class RequestGuard:
         if self.shared is None or not session_id:
             return
         self._owners_written.pop(session_id, None)
-        key = _sessions_key(_owner_digest(_credential(scope)))
+        key = _sessions_key(self.shared.prefix, _owner_digest(_credential(scope)))
         with contextlib.suppress(StateUnavailable):
             await self.shared.run(lambda client: client.zrem(key, _session_digest(session_id)))
 
@@ -458,7 +461,7 @@ class RequestGuard:
         """Sessions `credential` holds on every host (the state store's count), or None without one."""
         if self.shared is None:
             return None
-        key = _sessions_key(_owner_digest(credential))
+        key = _sessions_key(self.shared.prefix, _owner_digest(credential))
 
         async def count(client: Any) -> int:
             await client.zremrangebyscore(key, "-inf", time.time())  # those whose host stopped renewing them
@@ -594,7 +597,7 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
 
 def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedState:
     """Point what the server keeps between requests at the state store `settings.state_url` names, if any."""
-    shared = SharedState(settings.state_url)
+    shared = SharedState(settings.state_url, namespace=server.name)
     server.shared_state = shared
     if not shared.shared:
         return shared
