@@ -27,7 +27,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
 from key_value.aio.protocols.key_value import AsyncKeyValue
-from key_value.aio.wrappers.fallback import FallbackWrapper
 
 from mcp_server_core.conventions.errors import redact
 
@@ -165,6 +164,10 @@ class SharedState:
             self._down_since = None
             self._gauge(1)
 
+    def expose_metrics(self) -> None:
+        """Put `mcp_state_store_up` (1 now) and its fallback counter on /metrics from the start."""
+        self._metric_objects()
+
     def _gauge(self, up: int) -> None:
         metrics = self._metric_objects()
         if metrics is not None:
@@ -198,14 +201,15 @@ class SharedState:
 
     def key_value(self, memory: AsyncKeyValue) -> AsyncKeyValue:
         """A key-value store for fastmcp (resumable events, session and per-principal state): Redis when shared,
-        falling back to `memory` (reads and writes) while Redis is away; `memory` itself when not shared."""
+        falling back to `memory` while Redis is away (`_RedisOrMemory`); `memory` itself when not shared."""
         if not self.shared:
             return memory
         from key_value.aio.stores.redis import RedisStore
         from key_value.aio.wrappers.prefix_collections import PrefixCollectionsWrapper
 
-        redis = _Circuit(self, lambda: PrefixCollectionsWrapper(RedisStore(client=self.client()), prefix=self.prefix))
-        return FallbackWrapper(redis, memory, fallback_on=(StateUnavailable,), write_to_fallback=True)
+        return _RedisOrMemory(
+            self, memory, lambda: PrefixCollectionsWrapper(RedisStore(client=self.client()), prefix=self.prefix)
+        )
 
     @contextlib.asynccontextmanager
     async def lease(self, pool: str, limit: int, *, ttl_s: float) -> AsyncIterator[bool | None]:
@@ -276,47 +280,68 @@ class SharedState:
             await asyncio.sleep(self.retry_after_s)
 
 
-class _Circuit:
-    """A key-value store that raises StateUnavailable at once while the circuit is open, and opens it on any
-    failure of the store it wraps (so FallbackWrapper moves to memory without waiting on Redis each time)."""
+class _RedisOrMemory:
+    """A key-value store in Redis that falls back to this process's `memory` while Redis is away.
 
-    def __init__(self, state: SharedState, make: Callable[[], AsyncKeyValue]) -> None:
+    Writes go to Redis, or to memory when it fails (or its circuit is open: then nothing waits on it). Reads ask
+    Redis, then memory when Redis has nothing or fails, so what was written during an outage stays readable on
+    this host once Redis is back. Deletes go to both."""
+
+    def __init__(self, state: SharedState, memory: AsyncKeyValue, make: Callable[[], AsyncKeyValue]) -> None:
         self._state = state
+        self._memory = memory
         self._make = make
         self._store: AsyncKeyValue | None = None
 
-    async def _guarded(self, operation: Callable[[AsyncKeyValue], Awaitable[_Result]]) -> _Result:
-        self._state.client()  # raises while the circuit is open
+    async def _redis(self, operation: Callable[[AsyncKeyValue], Awaitable[_Result]]) -> _Result:
+        self._state.client()  # StateUnavailable at once while the circuit is open
         if self._store is None:
             self._store = self._make()
         store = self._store
         try:
             async with asyncio.timeout(self._state.timeout_s * 2):
                 result = await operation(store)
-        except Exception as exc:
+        except Exception as exc:  # any failure of the store: a refused connection, a timeout, a protocol error
             self._state.failed(exc)
             raise StateUnavailable(str(exc)) from None
         self._state.succeeded()
         return result
 
+    async def _either(
+        self, operation: Callable[[AsyncKeyValue], Awaitable[_Result]], found: Callable[[_Result], bool]
+    ) -> _Result:
+        """What Redis answers if `found` says it holds something, else what memory answers."""
+        with contextlib.suppress(StateUnavailable):
+            answer = await self._redis(operation)
+            if found(answer):
+                return answer
+        return await operation(self._memory)
+
     async def get(self, key: str, *, collection: str | None = None) -> dict[str, Any] | None:
-        return await self._guarded(lambda store: store.get(key=key, collection=collection))
+        return await self._either(lambda store: store.get(key=key, collection=collection), _held)
 
     async def get_many(self, keys: Sequence[str], *, collection: str | None = None) -> list[dict[str, Any] | None]:
-        return await self._guarded(lambda store: store.get_many(keys=keys, collection=collection))
+        found = await self._either(lambda store: store.get_many(keys=keys, collection=collection), _any_held)
+        if None in found:  # some only in memory (written while Redis was away)
+            remembered = await self._memory.get_many(keys=keys, collection=collection)
+            found = [mine if mine is not None else kept for mine, kept in zip(found, remembered, strict=True)]
+        return found
 
     async def ttl(self, key: str, *, collection: str | None = None) -> tuple[dict[str, Any] | None, float | None]:
-        return await self._guarded(lambda store: store.ttl(key=key, collection=collection))
+        return await self._either(lambda store: store.ttl(key=key, collection=collection), _held_with_ttl)
 
     async def ttl_many(
         self, keys: Sequence[str], *, collection: str | None = None
     ) -> list[tuple[dict[str, Any] | None, float | None]]:
-        return await self._guarded(lambda store: store.ttl_many(keys=keys, collection=collection))
+        return await self._either(lambda store: store.ttl_many(keys=keys, collection=collection), _any_held_with_ttl)
 
     async def put(
         self, key: str, value: Mapping[str, Any], *, collection: str | None = None, ttl: SupportsFloat | None = None
     ) -> None:
-        await self._guarded(lambda store: store.put(key=key, value=value, collection=collection, ttl=ttl))
+        try:
+            await self._redis(lambda store: store.put(key=key, value=value, collection=collection, ttl=ttl))
+        except StateUnavailable:
+            await self._memory.put(key=key, value=value, collection=collection, ttl=ttl)
 
     async def put_many(
         self,
@@ -326,13 +351,38 @@ class _Circuit:
         collection: str | None = None,
         ttl: SupportsFloat | None = None,
     ) -> None:
-        await self._guarded(lambda store: store.put_many(keys=keys, values=values, collection=collection, ttl=ttl))
+        try:
+            await self._redis(lambda store: store.put_many(keys=keys, values=values, collection=collection, ttl=ttl))
+        except StateUnavailable:
+            await self._memory.put_many(keys=keys, values=values, collection=collection, ttl=ttl)
 
     async def delete(self, key: str, *, collection: str | None = None) -> bool:
-        return await self._guarded(lambda store: store.delete(key=key, collection=collection))
+        deleted = await self._memory.delete(key=key, collection=collection)
+        with contextlib.suppress(StateUnavailable):
+            deleted = await self._redis(lambda store: store.delete(key=key, collection=collection)) or deleted
+        return deleted
 
     async def delete_many(self, keys: Sequence[str], *, collection: str | None = None) -> int:
-        return await self._guarded(lambda store: store.delete_many(keys=keys, collection=collection))
+        deleted = await self._memory.delete_many(keys=keys, collection=collection)
+        with contextlib.suppress(StateUnavailable):
+            deleted = max(deleted, await self._redis(lambda store: store.delete_many(keys=keys, collection=collection)))
+        return deleted
+
+
+def _held(value: dict[str, Any] | None) -> bool:
+    return value is not None
+
+
+def _any_held(values: list[dict[str, Any] | None]) -> bool:
+    return any(value is not None for value in values)
+
+
+def _held_with_ttl(entry: tuple[dict[str, Any] | None, float | None]) -> bool:
+    return entry[0] is not None
+
+
+def _any_held_with_ttl(entries: list[tuple[dict[str, Any] | None, float | None]]) -> bool:
+    return any(value is not None for value, _ in entries)
 
 
 _STATE_METRICS: tuple[Any, Any] | None = None

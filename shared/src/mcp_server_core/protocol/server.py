@@ -13,6 +13,7 @@ This is the one place where errors are translated to the wire:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -286,10 +287,11 @@ class ReferenceServer(FastMCP[Any]):
             yield
             return
         ttl_s = (self.call_timeout_s or LEASE_WITHOUT_TIMEOUT_S) + LEASE_GRACE_S
+        pool = hashlib.sha256(who.encode()).hexdigest()[:32]  # a JWT subject may be an address: not in Redis keys
         give_up_at = asyncio.get_running_loop().time() + ttl_s
         pause = LEASE_POLL_S
         while True:
-            async with state.lease(f"calls:{who}", self.max_calls_per_client, ttl_s=ttl_s) as held:
+            async with state.lease(f"calls:{pool}", self.max_calls_per_client, ttl_s=ttl_s) as held:
                 if held is not False:  # True: held across hosts; None: nothing shared right now
                     yield
                     return

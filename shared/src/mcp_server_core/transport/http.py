@@ -387,7 +387,7 @@ class RequestGuard:
         async def keep(event: Any) -> None:
             message = event.message.model_dump_json(by_alias=True, exclude_unset=True)
             if len(replayed) < MAX_EVENTS_PER_STREAM:
-                replayed.append(f"id: {event.event_id}\ndata: {message}\n\n".encode())
+                replayed.append(f"event: message\nid: {event.event_id}\ndata: {message}\n\n".encode())
 
         stream = await self.events.replay_events_after(last_event_id, keep)
         if stream is None:
@@ -606,6 +606,7 @@ def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedSta
     server._state_storage = shared.key_value(MemoryStore(max_entries_per_collection=MAX_STORED_EVENTS))
     server.changes.shared = shared
     server.toolsets.register_all()
+    shared.expose_metrics()
 
     async def state() -> str:
         await shared.check()
