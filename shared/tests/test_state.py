@@ -49,13 +49,16 @@ def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
 
 
 @pytest.fixture
-def redis_port() -> Iterator[int]:
+def redis() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
-    with redis_server(port):
-        yield port
+    with redis_server(port) as process:
+        yield port, process
 
 
-async def test_a_lease_holds_across_processes_and_expires_when_its_holder_dies(redis_port: int) -> None:
+async def test_a_lease_holds_across_processes_and_expires_when_its_holder_dies(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    redis_port, _ = redis
     url = f"redis://127.0.0.1:{redis_port}/0"
     first, second = SharedState(url, namespace="t"), SharedState(url, namespace="t")
     async with first.lease("calls:x", 1, ttl_s=30) as held:
@@ -82,7 +85,10 @@ async def test_a_lease_holds_across_processes_and_expires_when_its_holder_dies(r
     await second.close()
 
 
-async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(redis_port: int) -> None:
+async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    redis_port, process = redis
     url = f"redis://127.0.0.1:{redis_port}/0"
     state = SharedState(url, namespace="t", retry_after_s=0.05)
     store = state.key_value(MemoryStore())
@@ -90,7 +96,7 @@ async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(red
     assert state.describe() == "redis"
 
     # Redis goes away (the fixture's process: stopped here, started again below on the same port).
-    subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], check=False, capture_output=True)
+    process.terminate()
     deadline = time.monotonic() + 10
     while _answers(redis_port):
         assert time.monotonic() < deadline
