@@ -296,5 +296,5 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
                 hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
             ) from None
         names = ", ".join(target.toolsets.tool_names(name))
-        # For this session only: other users of the same server keep the tools they had.
+        # For this session only (a 2026-07-28 client: for its credential), so other users keep the tools they had.
         return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
