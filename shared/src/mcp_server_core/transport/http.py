@@ -382,6 +382,8 @@ class RequestGuard:
             return False
         if owner is None or owner != _owner_digest(_credential(scope)):
             return False  # as if the session did not exist: the SDK's 404
+        # The event id (random, sent only on that session's streams) names the stream replayed; the credential is
+        # the boundary, as it is for the sessions themselves (one credential's id replays only its own events).
         replayed: list[bytes] = []
 
         async def keep(event: Any) -> None:
