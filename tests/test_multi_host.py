@@ -515,6 +515,9 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
         return any(m.get("id") == 5 for m in _replay(cluster.hosts[holder], token, session, last_id))
 
     _wait_for(answered_on_its_host, "the call was never answered on its host")
+    # Another client has a session on the same host, which dies with it too.
+    with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {TOKENS[1]}"}) as other:
+        strangers_session = _initialize(other, cluster.hosts[holder], TOKENS[1], {})
     cluster.processes[holder].send_signal(signal.SIGKILL)
     cluster.processes[holder].wait(timeout=10)
 
@@ -526,15 +529,12 @@ def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster)
     assert answer.get("id") == 5, resumed
     assert answer["result"]["isError"] is False, resumed
     assert "replayed" in cluster.log(1 - holder)
-    # Another credential may not read those events, on any host.
-    with httpx2.Client(timeout=10) as stranger:
-        headers = {
-            "Authorization": f"Bearer {TOKENS[1]}",
-            "Accept": "text/event-stream",
-            **session,
-            "Last-Event-ID": last_id,
-        }
-        assert stranger.get(cluster.gateway, headers=headers).status_code == 404
+    # Another credential may not read those events, naming their session or its own.
+    with httpx2.Client(timeout=10, headers={"Authorization": f"Bearer {TOKENS[1]}"}) as stranger:
+        for named in (session, strangers_session):
+            headers = {"Accept": "text/event-stream", **named, "Last-Event-ID": last_id}
+            refused = stranger.get(cluster.gateway, headers=headers)
+            assert refused.status_code == 404, refused.text
 
 
 # --- Redis away ---------------------------------------------------------------------------------------------

@@ -105,11 +105,13 @@ def _sessions_key(prefix: str, owner: str) -> str:
     return f"{prefix}sessions:{owner}"
 
 
-async def _record_session(client: Any, prefix: str, session_id: str, owner: str, keep_s: int, count_s: int) -> None:
-    """Who opened the session (kept `keep_s`, for resuming its streams elsewhere), and that it counts among its
-    owner's sessions until `count_s` after this renewal (a host that died stops renewing it)."""
+async def _record_session(client: Any, prefix: str, session_id: str, record: str, keep_s: int, count_s: int) -> None:
+    """Who opened the session and where its streams' events are (`record`, kept `keep_s`, for resuming them
+    elsewhere), and that it counts among its owner's sessions until `count_s` after this renewal (a host that died
+    stops renewing it)."""
+    owner = json.loads(record)[0]
     async with client.pipeline(transaction=False) as pipe:
-        pipe.set(_owner_key(prefix, session_id), owner, ex=keep_s)
+        pipe.set(_owner_key(prefix, session_id), record, ex=keep_s)
         pipe.zadd(_sessions_key(prefix, owner), {_session_digest(session_id): time.time() + count_s})
         pipe.expire(_sessions_key(prefix, owner), count_s)
         await pipe.execute()
@@ -377,13 +379,15 @@ class RequestGuard:
         if manager is None or session_id in manager._server_instances:
             return False
         try:
-            owner = await shared.run(lambda client: client.get(_owner_key(shared.prefix, session_id)))
+            record = await shared.run(lambda client: client.get(_owner_key(shared.prefix, session_id)))
         except StateUnavailable:
             return False
-        if owner is None or owner != _owner_digest(_credential(scope)):
+        try:
+            owner, streams = json.loads(record) if record else (None, None)
+        except ValueError:
+            return False
+        if owner != _owner_digest(_credential(scope)) or not isinstance(streams, str) or not streams:
             return False  # as if the session did not exist: the SDK's 404
-        # The event id (random, sent only on that session's streams) names the stream replayed; the credential is
-        # the boundary, as it is for the sessions themselves (one credential's id replays only its own events).
         replayed: list[bytes] = []
 
         async def keep(event: Any) -> None:
@@ -392,8 +396,8 @@ class RequestGuard:
                 replayed.append(f"event: message\nid: {event.event_id}\ndata: {message}\n\n".encode())
 
         stream = await self.events.replay_events_after(last_event_id, keep)
-        if stream is None:
-            return False
+        if stream is None or not stream.startswith(streams):
+            return False  # an event of another session's streams: not this caller's to read
         logger.info("replayed %d stored events of a session another host held", len(replayed))
         head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
         head.append((b"mcp-session-id", session_id.encode("latin-1")))
@@ -420,15 +424,23 @@ class RequestGuard:
                     if len(self._owners_written) > 2 * self.settings.max_sessions:
                         self._owners_written.clear()  # bounded: the worst is one more write per session
                     self._owners_written[session_id] = now
+                    record = json.dumps([owner, self._streams_of(session_id)])
                     try:
                         await shared.run(
-                            lambda client: _record_session(client, shared.prefix, session_id, owner, keep_s, count_s)
+                            lambda client: _record_session(client, shared.prefix, session_id, record, keep_s, count_s)
                         )
                     except StateUnavailable:
                         self._owners_written.pop(session_id, None)
             await send(message)
 
         return recording
+
+    def _streams_of(self, session_id: str) -> str | None:
+        """What the event store's stream ids of this host's session start with (fastmcp scopes each session's
+        streams under a random prefix), so that another host replays that session's events and no other's."""
+        transport = self._manager._server_instances.get(session_id) if self._manager is not None else None
+        prefix = getattr(getattr(transport, "_event_store", None), "_stream_prefix", None)
+        return prefix if isinstance(prefix, str) else None
 
     def _session_manager(self, scope: Scope) -> Any:
         """The SDK's session manager behind this app (made at startup), tuned to the settings on first use."""
