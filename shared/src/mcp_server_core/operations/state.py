@@ -116,12 +116,15 @@ class SharedState:
             raise StateUnavailable("the state store is unreachable")
         if self._client is None:
             from redis.asyncio import Redis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
 
             self._client = Redis.from_url(
                 self.url,
                 socket_timeout=self.timeout_s,
                 socket_connect_timeout=self.timeout_s,
-                # One try: a retry would double the time a call waits on a Redis that is away.
+                # One try: a retry would multiply the time a call waits on a Redis that is away.
+                retry=Retry(NoBackoff(), 0),
                 retry_on_timeout=False,
                 health_check_interval=30,
                 decode_responses=True,  # what RedisStore reads values as
