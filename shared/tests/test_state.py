@@ -121,3 +121,20 @@ async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(
         assert await other_server.key_value(MemoryStore()).get("after", collection="c") is None  # its own keys
         for opened in (state, other_host, other_server):
             await opened.close()
+
+
+async def test_a_redis_that_never_answers_is_given_up_on_not_waited_for() -> None:
+    """A blackholed Redis (the connection opens, nothing ever comes back): each operation ends at its timeout, then
+    the circuit skips Redis; calls are served from memory, never held."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepted by the kernel, never read or answered
+        state = SharedState(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", namespace="t")
+        store = state.key_value(MemoryStore())
+        await store.put("k", {"v": 1}, collection="c", ttl=60)
+        assert state.degraded
+        assert await store.get("k", collection="c") == {"v": 1}
+        async with state.lease("calls:x", 1, ttl_s=5) as held:
+            assert held is None
+        assert await state.publish({"kind": "tools", "scope": "x"}) is False
+        await state.close()
