@@ -59,3 +59,28 @@ def test_dynamic_on_a_stateless_server_serves_the_default_toolsets(tmp_path: Pat
             wire.close()
     assert "run_query" in names
     assert not names & DISCOVERY
+
+
+@pytest.mark.parametrize("server", ["db", "github"])
+def test_a_2026_client_hears_its_toolset_choice_on_its_listen_stream(server: str, tmp_path: Path) -> None:
+    """The 2026-07-28 era has no session: the choice is the principal's (over stdio, the one client the process
+    serves), and the `subscriptions/listen` stream it opened carries the tools/list_changed for it."""
+    from mcp_server_core.testing.wire import with_envelope
+
+    with StdioWire([*SERVERS[server](tmp_path), "--toolsets", "dynamic"]) as wire:
+        listen = with_envelope({"notifications": {"toolsListChanged": True}})
+        wire.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen", "params": listen})
+        wire.wait_for_notification("notifications/subscriptions/acknowledged")
+        resident = {t["name"] for t in wire.modern_request("tools/list", {})["result"]["tools"]}
+        listing = _text(wire.modern_request("tools/call", {"name": "list_toolsets", "arguments": {}}))
+        off = re.search(r"^(\S+) \(off\): .*Tools: (.+)$", listing, re.M)
+        assert off, listing
+        name, tools = off.group(1), set(off.group(2).split(", "))
+        wire.notifications.clear()
+        enabled = _text(wire.modern_request("tools/call", {"name": "enable_toolset", "arguments": {"name": name}}))
+        assert f"Toolset {name} is now on" in enabled
+        while True:  # the one on the listen stream, tagged with its subscription id
+            heard = wire.wait_for_notification("notifications/tools/list_changed")
+            if heard.get("params", {}).get("_meta", {}).get("io.modelcontextprotocol/subscriptionId") == "listen":
+                break
+        assert {t["name"] for t in wire.modern_request("tools/list", {})["result"]["tools"]} == resident | tools

@@ -33,7 +33,14 @@ class ServerSettings(BaseSettings):
     stateless: bool = Field(False, description="HTTP without sessions, for several workers behind a load balancer")
     resumable: bool = Field(
         False,
-        description="HTTP SSE streams a client can resume with Last-Event-ID after a drop (events kept in memory)",
+        description="HTTP SSE streams a client can resume with Last-Event-ID after a drop (events kept in memory, "
+        "or in Redis with state_url)",
+    )
+    state_url: str | None = Field(
+        None,
+        pattern=r"^(redis|rediss|unix)://",
+        description="HTTP: Redis URL where hosts share resumable-stream events, per-client call leases and toolset "
+        "choices (none: each process keeps them in memory)",
     )
     sse_retry_ms: int = Field(
         1000, ge=0, le=600_000, description="with resumable: how long a client waits before reconnecting (SSE retry)"

@@ -2,8 +2,10 @@
 
 - `GET /healthz`: the process serves HTTP (liveness). Always 200 while it runs.
 - `GET /readyz`: the server can do its work: its upstream answered its readiness check (a database ping, the
-  GitHub or Slack token accepted). 200 or 503. The verdict is cached for `READY_TTL_S`, so a load balancer
-  polling every second costs the upstream one check in five seconds, and a check gets `CHECK_TIMEOUT_S`.
+  GitHub or Slack token accepted). 200 or 503. Details that do not stop the work ride along: with `--state-url`,
+  `"state": "redis"`, or `"degraded: ..."` while the shared state store is away (this host serves from memory).
+  The verdict is cached for `READY_TTL_S`, so a load balancer polling every second costs the upstream one check
+  in five seconds, and a check gets `CHECK_TIMEOUT_S`.
 
 Both answer without a bearer token (a load balancer has none) and say nothing an anonymous caller should not
 learn: the failure's detail goes to the server log, the answer names only the kind of upstream that failed.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -42,6 +44,8 @@ class Readiness:
         self.upstream = "upstream"
         self._verdict: tuple[float, bool] | None = None
         self._lock = anyio.Lock()
+        self.details: dict[str, Callable[[], Awaitable[str]]] = {}
+        """Named details /readyz reports beside its verdict (each answers within its own bound, never hangs)."""
 
     def set(self, check: Callable[[], object], *, upstream: str) -> None:
         """`check()` raises if `upstream` (words an anonymous caller may read: "the database", "GitHub") is not
@@ -84,10 +88,11 @@ def add_health_routes(server: FastMCP, readiness: Readiness) -> None:
 
     @server.custom_route("/readyz", methods=["GET"])
     async def readyz(_request: Request) -> JSONResponse:
+        details = {name: await detail() for name, detail in readiness.details.items()}
         if await readiness.ready():
-            return JSONResponse({"status": "ready"}, headers=_HEADERS)
+            return JSONResponse({"status": "ready", **details}, headers=_HEADERS)
         return JSONResponse(
-            {"status": "unavailable", "reason": f"{readiness.upstream} is not usable now"},
+            {"status": "unavailable", "reason": f"{readiness.upstream} is not usable now", **details},
             status_code=503,
             headers={**_HEADERS, "Retry-After": str(int(READY_TTL_S))},
         )

@@ -5,22 +5,28 @@ hears it. Handshake-era clients (2024-11-05 .. 2025-11-25) hear it on their conn
 (stdio, or the GET stream of Streamable HTTP); `resources/updated` only for URIs they subscribed to.
 2026-07-28 clients hear it on the `subscriptions/listen` streams they opened, through the SDK's bus.
 A burst of changes inside the debounce window sends one notification of each kind.
+
+A change that concerns one principal only (a toolset it switched on for itself: toolsets.py) goes to that
+principal's listen streams alone (`tools_changed_for`), on this host and, with `--state-url`, on every host
+(Redis pub/sub; operations/state.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import weakref
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+import anyio.lowlevel
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
-    InMemorySubscriptionBus,
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
@@ -39,7 +45,10 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-__all__ = ["ChangeHub"]
+if TYPE_CHECKING:
+    from mcp_server_core.operations.state import SharedState
+
+__all__ = ["ChangeHub", "listening_scope"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +66,55 @@ def _too_many(count: int) -> MCPError:
     )
 
 
+_LISTENING_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("listening_scope", default=None)
+
+
+def listening_scope() -> str:
+    """Whose choices the current request sees: fastmcp's per-principal scope of the 2026-07-28 era (the key its
+    visibility rules live under), `user:<digest of the principal>`, or `process` where no one is authenticated."""
+    from fastmcp.server.sessions import _principal_segment, current_principal
+
+    principal = current_principal()
+    return f"user:{_principal_segment(principal)}" if principal is not None else "process"
+
+
+class _ScopedBus:
+    """The SDK's in-process bus, where each listener also belongs to a scope (its stream's principal), so that an
+    event meant for one principal reaches only its streams."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[object, tuple[str | None, Callable[[ServerEvent], None]]] = {}
+
+    async def publish(self, event: ServerEvent) -> None:
+        self._deliver(None, event)
+        await anyio.lowlevel.checkpoint()  # as the SDK's bus: listen streams drain between a burst's events
+
+    def publish_to(self, scope: str, event: ServerEvent) -> int:
+        """Deliver to the listeners of `scope` only; how many there were."""
+        return self._deliver(scope, event)
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        token = object()
+        self._listeners[token] = (_LISTENING_SCOPE.get(), listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def _deliver(self, scope: str | None, event: ServerEvent) -> int:
+        reached = 0
+        for owner, listener in list(self._listeners.values()):
+            if scope is not None and owner != scope:
+                continue
+            try:
+                listener(event)
+                reached += 1
+            except Exception:  # one bad listener must not keep the event from the others
+                logger.exception("subscription listener raised; continuing")
+        return reached
+
+
 class ChangeHub:
     """Fans change events out to every connected client, once per debounce window.
 
@@ -69,8 +127,10 @@ class ChangeHub:
         # without a clean close costs nothing.
         self._sessions: weakref.WeakKeyDictionary[Connection, ServerSession] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
-        self.bus = InMemorySubscriptionBus()
+        self.bus = _ScopedBus()
         self._listen = ListenHandler(self.bus)
+        self.shared: SharedState | None = None
+        """With `--state-url`: where per-principal changes go so that the principal's streams on other hosts hear."""
         self._listened: Counter[str] = Counter()  # URIs open subscriptions/listen streams asked to hear about
         self._pending_kinds: set[str] = set()
         self._pending_uris: set[str] = set()
@@ -84,6 +144,19 @@ class ChangeHub:
 
     def tools_changed(self) -> None:
         self._mark("tools")
+
+    async def tools_changed_for(self, scope: str) -> None:
+        """The tools one principal sees changed (`listening_scope()` names it): its listen streams hear
+        tools/list_changed, here and on every other host sharing the state store; nobody else's do."""
+        self.bus.publish_to(scope, ToolsListChanged())
+        if self.shared is not None:
+            await self.shared.publish({"kind": "tools", "scope": scope})
+
+    def announced(self, message: dict[str, Any]) -> None:
+        """Another host's `tools_changed_for` (from the state store's channel)."""
+        scope = message.get("scope")
+        if message.get("kind") == "tools" and isinstance(scope, str):
+            self.bus.publish_to(scope, ToolsListChanged())
 
     def resources_changed(self) -> None:
         self._mark("resources")
@@ -124,13 +197,19 @@ class ChangeHub:
         if len(uris) > MAX_SUBSCRIPTIONS:
             raise _too_many(len(uris))
         self._listened.update(uris)
+        scope = _LISTENING_SCOPE.set(listening_scope())  # the bus files this stream's listener under its principal
         try:
             return await self._listen(ctx, params)
         finally:
+            _LISTENING_SCOPE.reset(scope)
             self._listened.subtract(uris)
             for uri in uris:
                 if self._listened[uri] <= 0:
                     del self._listened[uri]
+
+    def end_listen_streams(self) -> None:
+        """End every open `subscriptions/listen` stream gracefully (its final result frame): the server stops."""
+        self._listen.close()
 
     # --- wiring into the SDK server (done by ReferenceServer) ------------------------------------------------
 

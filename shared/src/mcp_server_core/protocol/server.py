@@ -13,6 +13,7 @@ This is the one place where errors are translated to the wire:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -60,6 +61,7 @@ from mcp_server_core.conventions.errors import (
 from mcp_server_core.conventions.tools import DEFAULT_BUDGET, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure
 from mcp_server_core.operations.health import Readiness
+from mcp_server_core.operations.state import SharedState
 from mcp_server_core.operations.tracing import annotate_call
 from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
@@ -73,6 +75,14 @@ _Done = TypeVar("_Done")
 _Listed = TypeVar("_Listed", mcp_types.Tool, mcp_types.Resource, mcp_types.ResourceTemplate, mcp_types.Prompt)
 
 logger = logging.getLogger(__name__)
+
+LEASE_POLL_S = 0.02
+"""First pause before asking again for a call lease another host holds; doubled up to `LEASE_POLL_MAX_S`."""
+LEASE_POLL_MAX_S = 0.25
+LEASE_GRACE_S = 10.0
+"""A call lease outlives the call timeout by this much: the answer still has to be written."""
+LEASE_WITHOUT_TIMEOUT_S = 3600.0
+"""A call lease's life when calls have no timeout (--call-timeout-s unset)."""
 
 CANCEL_GRACE_S = 1.0
 """How long a stopping server waits for the cancels of its abandoned calls to be delivered."""
@@ -124,6 +134,8 @@ class ReferenceServer(FastMCP[Any]):
         self.max_queued_calls_per_client = 32
         """Calls one client may have waiting; past it, a call fails at once instead of piling up."""
         self._client_slots: dict[str, _ClientSlots] = {}
+        self.shared_state = SharedState(None)
+        """Where state shared between hosts lives (`--state-url`); this process's memory by default."""
         dynamic = is_dynamic(enabled_toolsets)
         if dynamic and not any(d.name == "enable_toolset" for t in toolsets for d in t.tools):
             discovery = Toolset("discovery", "Find the other toolsets and switch them on")
@@ -254,12 +266,43 @@ class ReferenceServer(FastMCP[Any]):
             slots.waiting -= 1
         slots.running += 1
         try:
-            yield
+            async with self._lease_across_hosts(who, refusal):
+                yield
         finally:
             slots.running -= 1
             slots.free.release()
             if slots.running == 0 and slots.waiting == 0:
                 self._client_slots.pop(who, None)  # an idle client costs nothing
+
+    @asynccontextmanager
+    async def _lease_across_hosts(self, who: str, refusal: Callable[[str], Exception]) -> AsyncIterator[None]:
+        """With `--state-url`, one of the client's `max_calls_per_client` leases in Redis, so N hosts do not give
+        it N times its share. Waited for (polled) while the client may queue, refused at once when it may not.
+
+        A lease expires after the longest a call may take, so a host that died holding leases gives them back.
+        Redis away: the per-process slot above is all there is (logged and counted by SharedState), never a
+        refused or lost call."""
+        state = self.shared_state
+        if not state.shared:
+            yield
+            return
+        ttl_s = (self.call_timeout_s or LEASE_WITHOUT_TIMEOUT_S) + LEASE_GRACE_S
+        pool = hashlib.sha256(who.encode()).hexdigest()[:32]  # a JWT subject may be an address: not in Redis keys
+        give_up_at = asyncio.get_running_loop().time() + ttl_s
+        pause = LEASE_POLL_S
+        while True:
+            async with state.lease(f"calls:{pool}", self.max_calls_per_client, ttl_s=ttl_s) as held:
+                if held is not False:  # True: held across hosts; None: nothing shared right now
+                    yield
+                    return
+            if self.max_queued_calls_per_client == 0 or asyncio.get_running_loop().time() > give_up_at:
+                self._failed("", "rate_limited")
+                raise refusal(
+                    f"Too many calls from this client at once: {self.max_calls_per_client} running across the "
+                    "server's hosts (the per-client limit). Wait for some to finish, then retry."
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, LEASE_POLL_MAX_S)
 
     async def _call_within_limits(
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None

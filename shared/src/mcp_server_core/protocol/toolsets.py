@@ -8,6 +8,13 @@ switch a toolset on for itself alone (`enable_for_session`, a discovery tool): t
 tools/list changes and only it hears tools/list_changed, since one user's agent must not change another user's
 tools (and context bill).
 
+A 2026-07-28 client has no session: its request envelope carries the protocol version, its capabilities and a
+self-reported `clientInfo` (display only, never identity), nothing that tells one client instance from another.
+So in that era a choice belongs to the principal, the one identity the server can check: every client of one
+credential sees it, on every host (`--state-url`), and hears tools/list_changed on its `subscriptions/listen`
+streams; clients of other credentials see and hear nothing of it. Agents that must not share choices get a
+credential each (a line each in `--auth-token-file`, or a JWT subject each).
+
 A toolset's tools are registered with the server once, the first time it is switched on anywhere, tagged
 `toolset:<name>`; fastmcp's visibility transforms then decide who sees them: a server-wide rule for the
 baseline, fastmcp's per-session rules (`Context.enable_components`) for a session's own choices. Tools that
@@ -189,6 +196,11 @@ class Toolsets:
             await ctx.enable_components(tags={_tag(name)}, components={"tool"})
         except RuntimeError as exc:  # fastmcp: an anonymous 2026-07-28 HTTP request has no scope to keep rules in
             raise SessionsUnavailable(str(exc)) from None
+        if ctx._is_modern_protocol():
+            # No session in this era: the choice belongs to the principal (fastmcp keeps it under its scope key, in
+            # Redis with --state-url), and that principal's subscriptions/listen streams, on every host, hear it.
+            # fastmcp's own notification went to this request's connection, which ends with the answer.
+            await self._changes.tools_changed_for(ctx._session_scope_key() or "process")
         return True
 
     async def _session_choices(self, ctx: Context) -> set[str]:
@@ -197,6 +209,12 @@ class Toolsets:
             if rule.get("enabled"):
                 tags.update(rule.get("tags") or ())
         return {tag.removeprefix("toolset:") for tag in tags if tag.startswith("toolset:")}
+
+    def register_all(self) -> None:
+        """Register every toolset's tools now, hidden until a rule shows them: with hosts sharing choices
+        (`--state-url`), a principal's rule written on one host must find the tools on every other."""
+        for name in self._available:
+            self._register(name)
 
     def _register(self, name: str) -> None:
         """Add the toolset's tools to the server once, hidden until a rule shows them to someone."""
@@ -278,5 +296,5 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
                 hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
             ) from None
         names = ", ".join(target.toolsets.tool_names(name))
-        # For this session only: other users of the same server keep the tools they had.
+        # For this session only (a 2026-07-28 client: for its credential), so other users keep the tools they had.
         return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."

@@ -97,6 +97,9 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     common.add_argument("--call-timeout-s", type=float, help="longest one tool call may take (default 120)")
     common.add_argument("--max-body-bytes", type=int, help="largest HTTP request body (default 8 MiB)")
     common.add_argument("--resumable", action="store_const", const=True, help="HTTP: SSE streams resume after a drop")
+    common.add_argument(
+        "--state-url", help="HTTP: Redis URL for state shared by several hosts (events, call limits, toolset choices)"
+    )
     common.add_argument("--sse-retry-ms", type=int, help="with --resumable: client reconnect delay (default 1000)")
     common.add_argument("--header-timeout-s", type=float, help="HTTP: seconds for a request's headers (default 10)")
     common.add_argument("--body-timeout-s", type=float, help="HTTP: seconds for a request's body (default 30)")

@@ -17,11 +17,19 @@
 - `stateless` serves every POST on its own, with no session, so several workers can share a port.
 - `resumable` keeps each session's SSE events in a bounded in-memory store, so a client whose stream dropped
   (or that a tool sent away with `ctx.close_sse_stream()`) reconnects with Last-Event-ID and misses nothing.
+- With `state_url` (Redis) the events live there, so a client resumes on any host: a host that holds its
+  session serves the resumed stream live; a host that does not (its own host died or was replaced) replays what
+  the store holds after Last-Event-ID and ends the stream, if the session was opened with the same credential.
+  The session itself stays on its host (requests after the replay need affinity: docs/deploy.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
+import time
 from typing import Any
 
 import anyio
@@ -38,6 +46,7 @@ from mcp_server_core.auth.tokens import is_loopback_host as is_loopback
 from mcp_server_core.conventions.settings import ServerSettings
 from mcp_server_core.operations.health import add_health_routes
 from mcp_server_core.operations.metrics import add_metrics_route, call_metrics, record_auth_failure
+from mcp_server_core.operations.state import SharedState, StateUnavailable
 from mcp_server_core.protocol.server import ReferenceServer
 from mcp_server_core.transport.jsonrpc import MessageRefused, error_message, read_message
 
@@ -64,17 +73,53 @@ def memory_event_store(
     max_events: int = MAX_STORED_EVENTS,
     max_events_per_stream: int = MAX_EVENTS_PER_STREAM,
     ttl_seconds: int = EVENT_TTL_SECONDS,
+    shared: SharedState | None = None,
 ) -> EventStore:
-    """fastmcp's event store on an in-memory LRU capped at `max_events` events (and as many stream indexes).
+    """fastmcp's event store on an in-memory LRU capped at `max_events` events (and as many stream indexes), or,
+    when `shared` names a state store, in Redis with that LRU as its fallback while Redis is away.
 
     fastmcp scopes it per session, trims each stream to `max_events_per_stream` and expires events after
     `ttl_seconds`; the cap bounds what sessions that never come back can leave behind.
     """
+    memory = MemoryStore(max_entries_per_collection=max_events)
     return EventStore(
-        storage=MemoryStore(max_entries_per_collection=max_events),
+        storage=shared.key_value(memory) if shared is not None else memory,
         max_events_per_stream=max_events_per_stream,
         ttl=ttl_seconds,
     )
+
+
+OWNER_REFRESH_S = 60.0
+"""How often a session's owner record in the state store is renewed while the session is used."""
+
+
+def _session_digest(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def _owner_key(prefix: str, session_id: str) -> str:
+    return f"{prefix}session-owner:{_session_digest(session_id)}"
+
+
+def _sessions_key(prefix: str, owner: str) -> str:
+    return f"{prefix}sessions:{owner}"
+
+
+async def _record_session(client: Any, prefix: str, session_id: str, record: str, keep_s: int, count_s: int) -> None:
+    """Who opened the session and where its streams' events are (`record`, kept `keep_s`, for resuming them
+    elsewhere), and that it counts among its owner's sessions until `count_s` after this renewal (a host that died
+    stops renewing it)."""
+    owner = json.loads(record)[0]
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.set(_owner_key(prefix, session_id), record, ex=keep_s)
+        pipe.zadd(_sessions_key(prefix, owner), {_session_digest(session_id): time.time() + count_s})
+        pipe.expire(_sessions_key(prefix, owner), count_s)
+        await pipe.execute()
+
+
+def _owner_digest(credential: _Credential | None) -> str:
+    """Who opened a session, as the state store keeps it: a digest, never the credential."""
+    return hashlib.sha256(json.dumps(credential).encode()).hexdigest()
 
 
 _in_flight = [0]
@@ -163,8 +208,19 @@ class RequestGuard:
     """Reads each request body within a byte cap, a deadline and a process-wide budget, and answers a body that is
     no JSON-RPC message itself; opens a session only within the caller's share (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, path: str, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        path: str,
+        settings: ServerSettings,
+        shared: SharedState | None = None,
+        events: EventStore | None = None,
+    ) -> None:
         self.app = app
+        self.shared = shared if shared is not None and shared.shared else None
+        self.events = events
+        self._owners_written: dict[str, float] = {}  # session id -> when its owner record was last written
         self.path = path.rstrip("/") or "/"
         self.settings = settings
         self.max_body_bytes = settings.max_body_bytes
@@ -181,7 +237,7 @@ class RequestGuard:
         self._in_flight_share = max(settings.max_connections // 4, 1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         user = scope.get("user")
@@ -189,8 +245,17 @@ class RequestGuard:
             # The route answers 401 without reading the body: an anonymous client cannot make us read it.
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
         on_endpoint = (scope["path"].rstrip("/") or "/") == self.path
+        if self.shared is not None and on_endpoint:
+            if scope["method"] == "GET" and await self._replayed_from_the_store(scope, send):
+                return
+            send = self._recording_owners(scope, send)
+        if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            await self.app(scope, receive, send)
+            if self.shared is not None and on_endpoint and scope["method"] == "DELETE":
+                await self._forget_session(scope)
+            return
+        headers = dict(scope["headers"])
         opening = None  # the credential this request may open a session for, counted until it is answered
         if on_endpoint and not self.settings.stateless and _may_open_a_session(scope):
             manager = self._session_manager(scope)
@@ -299,6 +364,84 @@ class RequestGuard:
             return None
         return b"".join(chunks)
 
+    async def _replayed_from_the_store(self, scope: Scope, send: Send) -> bool:
+        """A GET with Last-Event-ID for a session this host does not hold (its host died, or a gateway sent it
+        here): the events the store holds after that id, then the end of the stream. False (and the SDK answers,
+        404 for a session it does not know) when this host holds the session, the session was opened by another
+        credential or is not known to the store, or the store does not answer."""
+        headers = dict(scope["headers"])
+        session_id = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        last_event_id = headers.get(b"last-event-id", b"").decode("latin-1")
+        shared = self.shared
+        if not session_id or not last_event_id or self.events is None or shared is None:
+            return False
+        manager = self._session_manager(scope)
+        if manager is None or session_id in manager._server_instances:
+            return False
+        try:
+            record = await shared.run(lambda client: client.get(_owner_key(shared.prefix, session_id)))
+        except StateUnavailable:
+            return False
+        try:
+            owner, streams = json.loads(record) if record else (None, None)
+        except ValueError:
+            return False
+        if owner != _owner_digest(_credential(scope)) or not isinstance(streams, str) or not streams:
+            return False  # as if the session did not exist: the SDK's 404
+        replayed: list[bytes] = []
+
+        async def keep(event: Any) -> None:
+            message = event.message.model_dump_json(by_alias=True, exclude_unset=True)
+            if len(replayed) < MAX_EVENTS_PER_STREAM:
+                replayed.append(f"event: message\nid: {event.event_id}\ndata: {message}\n\n".encode())
+
+        stream = await self.events.replay_events_after(last_event_id, keep)
+        if stream is None or not stream.startswith(streams):
+            return False  # an event of another session's streams: not this caller's to read
+        logger.info("replayed %d stored events of a session another host held", len(replayed))
+        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
+        head.append((b"mcp-session-id", session_id.encode("latin-1")))
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": b"".join(replayed), "more_body": False})
+        return True
+
+    def _recording_owners(self, scope: Scope, send: Send) -> Send:
+        """`send`, also writing to the store which credential opened the session the answer names (kept while
+        the session is used, so another host can check who may resume its streams)."""
+        owner = _owner_digest(_credential(scope))
+        shared = self.shared
+        assert shared is not None
+        # The owner is kept as long as the session's events may be replayed; the count, as long as its host would
+        # keep it idle (renewed every OWNER_REFRESH_S while it is used).
+        keep_s = int(self.settings.session_idle_timeout_s) + EVENT_TTL_SECONDS
+        count_s = int(self.settings.session_idle_timeout_s + OWNER_REFRESH_S)
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 300:
+                session_id = dict(message.get("headers", [])).get(b"mcp-session-id", b"").decode("latin-1")
+                now = time.monotonic()
+                if session_id and now - self._owners_written.get(session_id, -1e9) > OWNER_REFRESH_S:
+                    if len(self._owners_written) > 2 * self.settings.max_sessions:
+                        self._owners_written.clear()  # bounded: the worst is one more write per session
+                    self._owners_written[session_id] = now
+                    record = json.dumps([owner, self._streams_of(session_id)])
+                    try:
+                        await shared.run(
+                            lambda client: _record_session(client, shared.prefix, session_id, record, keep_s, count_s)
+                        )
+                    except StateUnavailable:
+                        self._owners_written.pop(session_id, None)
+            await send(message)
+
+        return recording
+
+    def _streams_of(self, session_id: str) -> str | None:
+        """What the event store's stream ids of this host's session start with (fastmcp scopes each session's
+        streams under a random prefix), so that another host replays that session's events and no other's."""
+        transport = self._manager._server_instances.get(session_id) if self._manager is not None else None
+        prefix = getattr(getattr(transport, "_event_store", None), "_stream_prefix", None)
+        return prefix if isinstance(prefix, str) else None
+
     def _session_manager(self, scope: Scope) -> Any:
         """The SDK's session manager behind this app (made at startup), tuned to the settings on first use."""
         if self._manager is None:
@@ -318,10 +461,36 @@ class RequestGuard:
                     break
         return self._manager
 
+    async def _forget_session(self, scope: Scope) -> None:
+        """A session ended with DELETE no longer counts against its credential on any host."""
+        session_id = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")
+        if self.shared is None or not session_id:
+            return
+        self._owners_written.pop(session_id, None)
+        key = _sessions_key(self.shared.prefix, _owner_digest(_credential(scope)))
+        with contextlib.suppress(StateUnavailable):
+            await self.shared.run(lambda client: client.zrem(key, _session_digest(session_id)))
+
+    async def _sessions_elsewhere_too(self, credential: _Credential) -> int | None:
+        """Sessions `credential` holds on every host (the state store's count), or None without one."""
+        if self.shared is None:
+            return None
+        key = _sessions_key(self.shared.prefix, _owner_digest(credential))
+
+        async def count(client: Any) -> int:
+            await client.zremrangebyscore(key, "-inf", time.time())  # those whose host stopped renewing them
+            return int(await client.zcard(key))
+
+        try:
+            return await self.shared.run(count)
+        except StateUnavailable:
+            return None
+
     async def _room_for_a_session(self, manager: Any, credential: _Credential, send: Send) -> bool:
         """A credential holds at most `max_sessions_per_client` sessions, those being opened included: past it,
-        429 with Retry-After."""
+        429 with Retry-After. With a state store, its sessions on every host count."""
         held = sum(1 for owner in list(manager._session_owners.values()) if _as_credential(owner) == credential)
+        held = max(held, await self._sessions_elsewhere_too(credential) or 0)
         held += self._opening.of(credential)
         if held < self.settings.max_sessions_per_client:
             return True
@@ -419,20 +588,49 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
         server.auth = auth
     if settings.stateless:
         server.without_sessions()
+    shared = _share_state(server, settings)
     add_health_routes(server, server.readiness)
     server.audit.metrics = call_metrics()
     add_metrics_route(server)
+    events = memory_event_store(shared=shared if shared.shared else None) if settings.resumable else None
     app = server.http_app(
         path=settings.path,
         stateless_http=settings.stateless,
         # A stateless POST has no standalone stream to come back on: answer in the response body.
         json_response=settings.stateless,
-        event_store=memory_event_store() if settings.resumable else None,
+        event_store=events,
         retry_interval=settings.sse_retry_ms if settings.resumable else None,
         host_origin_protection=True,
         allowed_hosts=settings.allowed_hosts or None,
         allowed_origins=settings.allowed_origins or None,
-        middleware=[Middleware(RequestGuard, path=settings.path, settings=settings)],
+        middleware=[Middleware(RequestGuard, path=settings.path, settings=settings, shared=shared, events=events)],
         session_idle_timeout=settings.session_idle_timeout_s if not settings.stateless else None,
     )
     return HeaderGuard(app)
+
+
+def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedState:
+    """Point what the server keeps between requests at the state store `settings.state_url` names, if any."""
+    shared = SharedState(settings.state_url, namespace=server.name)
+    server.shared_state = shared
+    if not shared.shared:
+        return shared
+    # fastmcp's state store holds each session's and each principal's visibility rules (toolset choices): in
+    # Redis, a principal's choices made on one host are the ones every host serves.
+    server._state_storage = shared.key_value(MemoryStore(max_entries_per_collection=MAX_STORED_EVENTS))
+    server.changes.shared = shared
+    server.toolsets.register_all()
+    shared.expose_metrics()
+
+    async def state() -> str:
+        await shared.check()
+        return shared.describe()
+
+    server.readiness.details["state"] = state
+
+    async def hear_other_hosts() -> None:
+        await shared.listen(server.changes.announced)
+
+    server.run_in_background(hear_other_hosts)
+    server.on_shutdown(shared.close)
+    return shared

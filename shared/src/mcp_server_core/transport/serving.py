@@ -215,7 +215,7 @@ async def serve_stdio(server: ReferenceServer, *, drain_timeout: float = 10.0) -
     return stop.is_set()
 
 
-def _draining_server_class(starved_s: float | None) -> type[Any]:
+def _draining_server_class(starved_s: float | None, end_listen_streams: Callable[[], None]) -> type[Any]:
     import uvicorn
     from sse_starlette.sse import AppStatus
 
@@ -251,6 +251,9 @@ def _draining_server_class(starved_s: float | None) -> type[Any]:
 
         async def _wait_tasks_to_complete(self) -> None:
             # uvicorn 0.55 runs this under its graceful-shutdown timeout, after it stopped accepting.
+            # 2026-07-28 listen streams are POSTs that owe nothing: ended gracefully now (the client listens again
+            # elsewhere), they do not hold the drain to its bound, as they did when their client had already left.
+            end_listen_streams()
             while requests_in_flight() and not self.force_exit:  # noqa: ASYNC110 - polled like uvicorn polls
                 await anyio.sleep(0.05)
             AppStatus.should_exit = True  # now the standalone GET streams, which owe nothing, may end
@@ -285,7 +288,9 @@ async def serve_http(server: ReferenceServer, settings: ServerSettings, sock: so
         timeout_keep_alive=5,
         limit_concurrency=settings.max_connections,
     )
-    uvicorn_server = _draining_server_class(_starved_bound(settings.call_timeout_s))(config)
+    uvicorn_server = _draining_server_class(_starved_bound(settings.call_timeout_s), server.changes.end_listen_streams)(
+        config
+    )
     for signum in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
             signal.signal(signum, _ignore_signal)

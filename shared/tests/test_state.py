@@ -1,0 +1,140 @@
+"""operations/state.py against a real `redis-server` of the test's own: leases that hold across processes and
+expire when their holder dies, and memory serving while Redis is away, then Redis again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from key_value.aio.stores.memory import MemoryStore
+from mcp_server_core.operations.state import SharedState
+from mcp_server_core.testing import free_port
+
+REDIS = shutil.which("redis-server")
+pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (apt-get install redis-server)")
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        if probe.connect_ex(("127.0.0.1", port)) != 0:
+            return False
+        probe.sendall(b"PING\r\n")
+        return probe.recv(16).startswith(b"+PONG")
+
+
+@contextlib.contextmanager
+def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    assert REDIS is not None
+    process = subprocess.Popen(
+        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not _answers(port):
+            assert time.monotonic() < deadline, "redis-server did not answer"
+            time.sleep(0.02)
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port = free_port()
+    with redis_server(port) as process:
+        yield port, process
+
+
+async def test_a_lease_holds_across_processes_and_expires_when_its_holder_dies(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    redis_port, _ = redis
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    first, second = SharedState(url, namespace="t"), SharedState(url, namespace="t")
+    async with first.lease("calls:x", 1, ttl_s=30) as held:
+        assert held is True
+        async with second.lease("calls:x", 1, ttl_s=30) as also:
+            assert also is False  # the other "host" counts the first one's lease
+        async with second.lease("calls:y", 1, ttl_s=30) as other:
+            assert other is True  # another principal's pool
+    async with second.lease("calls:x", 1, ttl_s=30) as again:
+        assert again is True  # given back when the block ended
+
+    # A holder that dies never gives its lease back: it expires.
+    dying = first.lease("calls:x", 1, ttl_s=0.3)
+    assert await dying.__aenter__() is True
+    deadline = time.monotonic() + 10
+    while True:
+        async with second.lease("calls:x", 1, ttl_s=30) as taken:
+            if taken:
+                break
+        assert time.monotonic() < deadline, "the dead holder's lease never expired"
+        await asyncio.sleep(0.05)
+    await dying.__aexit__(None, None, None)
+    await first.close()
+    await second.close()
+
+
+async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    redis_port, process = redis
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    state = SharedState(url, namespace="t", retry_after_s=0.05)
+    store = state.key_value(MemoryStore())
+    await store.put("before", {"v": 1}, collection="c", ttl=60)
+    assert state.describe() == "redis"
+
+    # Redis goes away (the fixture's process: stopped here, started again below on the same port).
+    process.terminate()
+    deadline = time.monotonic() + 10
+    while _answers(redis_port):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    await store.put("during", {"v": 2}, collection="c", ttl=60)
+    assert await store.get("during", collection="c") == {"v": 2}
+    assert state.degraded
+    assert state.describe().startswith("degraded")
+    async with state.lease("calls:x", 1, ttl_s=5) as held:
+        assert held is None  # nothing shared now: the caller's own count is all there is
+
+    with redis_server(redis_port):
+        deadline = time.monotonic() + 10
+        while not await state.check():
+            assert time.monotonic() < deadline, "Redis came back but the state store did not notice"
+            await asyncio.sleep(0.05)
+        assert state.describe() == "redis"
+        assert await store.get("during", collection="c") == {"v": 2}  # written in memory, still read here
+        await store.put("after", {"v": 3}, collection="c", ttl=60)
+        other_host, other_server = SharedState(url, namespace="t"), SharedState(url, namespace="other")
+        assert await other_host.key_value(MemoryStore()).get("after", collection="c") == {"v": 3}
+        assert await other_server.key_value(MemoryStore()).get("after", collection="c") is None  # its own keys
+        for opened in (state, other_host, other_server):
+            await opened.close()
+
+
+async def test_a_redis_that_never_answers_is_given_up_on_not_waited_for() -> None:
+    """A blackholed Redis (the connection opens, nothing ever comes back): each operation ends at its timeout, then
+    the circuit skips Redis; calls are served from memory, never held."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepted by the kernel, never read or answered
+        state = SharedState(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", namespace="t")
+        store = state.key_value(MemoryStore())
+        await store.put("k", {"v": 1}, collection="c", ttl=60)
+        assert state.degraded
+        assert await store.get("k", collection="c") == {"v": 1}
+        async with state.lease("calls:x", 1, ttl_s=5) as held:
+            assert held is None
+        assert await state.publish({"kind": "tools", "scope": "x"}) is False
+        await state.close()
