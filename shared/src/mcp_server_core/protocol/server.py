@@ -57,12 +57,13 @@ from mcp_server_core.conventions.errors import (
     did_you_mean,
     redact,
 )
-from mcp_server_core.conventions.tools import DEFAULT_BUDGET, compact_schema
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET, call_context, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure
 from mcp_server_core.operations.health import Readiness
 from mcp_server_core.operations.tracing import annotate_call
 from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
+from mcp_server_core.protocol.flows import CrossWrites
 from mcp_server_core.protocol.notifications import ChangeHub
 from mcp_server_core.protocol.progress import start_reporting, stop_reporting
 from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
@@ -124,6 +125,8 @@ class ReferenceServer(FastMCP[Any]):
         self.max_queued_calls_per_client = 32
         """Calls one client may have waiting; past it, a call fails at once instead of piling up."""
         self._client_slots: dict[str, _ClientSlots] = {}
+        self.flows = CrossWrites()
+        """What each session read, and the confirmation of writes elsewhere (flows.py); the CLI sets what it allows."""
         dynamic = is_dynamic(enabled_toolsets)
         if dynamic and not any(d.name == "enable_toolset" for t in toolsets for d in t.tools):
             discovery = Toolset("discovery", "Find the other toolsets and switch them on")
@@ -192,6 +195,7 @@ class ReferenceServer(FastMCP[Any]):
         sdk.notification_options.resources_changed = False
         sdk.notification_options.prompts_changed = False
         self.toolsets.without_sessions()
+        self.flows.sessions = False  # a principal's requests share one history (flows.py)
 
     # --- handlers fastmcp lacks ------------------------------------------------------------------------------
 
@@ -264,10 +268,17 @@ class ReferenceServer(FastMCP[Any]):
     async def _call_within_limits(
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
     ) -> ToolResult:
+        definition = self.toolsets.definition(name)
+        context = call_context() if definition is not None else None
         try:
+            # Before the deadline starts: the user may take a while to answer a confirmation (flows.py bounds it).
+            reads = await self.flows.guard(definition, arguments or {}, context) if definition is not None else []
             result = await self._within_deadline(
                 super().call_tool(name, arguments, version=version), lambda: self._call_timed_out(name)
             )
+        except ToolFailure as failure:  # from the guard (a tool's own failures reach here as ToolError)
+            self._failed(name, failure.category)
+            raise ToolError(str(failure)) from failure
         except (NotFoundError, DisabledError) as exc:
             if await self.get_tool(name, version=version) is None:
                 known = [t.name for t in await self.list_tools()]
@@ -294,6 +305,7 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+        await self.flows.record(reads, context)
         result = self._within_budget(name, result)
         annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
         return result
