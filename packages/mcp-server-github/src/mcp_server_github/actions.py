@@ -13,6 +13,7 @@ from pydantic import Field
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.repos import segment
 from mcp_server_github.shapes import (
+    IN_REPO,
     ROOM,
     Listing,
     Number,
@@ -106,7 +107,7 @@ def job_line(i: Job) -> str:
 def actions_toolset(api: GitHubApi) -> Toolset:
     toolset = Toolset("actions", "Workflow runs, jobs and job logs", default=False)
 
-    @toolset.tool(title="List workflow runs", read_only=True, open_world=True)
+    @toolset.tool(title="List workflow runs", read_only=True, open_world=True, reads=IN_REPO)
     def list_workflow_runs(
         repo: RepoName,
         workflow: Annotated[str | None, Field(description="workflow file name (ci.yml) or id")] = None,
@@ -136,7 +137,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             fenced_lines(lines, f"workflow runs of {repo}; titles come from commit messages")
         )
 
-    @toolset.tool(title="List workflow jobs", read_only=True, open_world=True)
+    @toolset.tool(title="List workflow jobs", read_only=True, open_world=True, reads=IN_REPO)
     def list_workflow_jobs(
         repo: RepoName,
         run_id: Number,
@@ -161,7 +162,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             fenced_lines(lines, f"jobs of run {run_id}")
         )
 
-    @toolset.tool(title="Get job log", read_only=True, open_world=True, budget=LOG_BYTES + 2_000)
+    @toolset.tool(title="Get job log", read_only=True, open_world=True, budget=LOG_BYTES + 2_000, reads=IN_REPO)
     def get_job_log(
         repo: RepoName,
         job_id: Number,

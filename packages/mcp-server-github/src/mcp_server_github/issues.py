@@ -11,6 +11,8 @@ from pydantic import Field
 from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
+    IN_REPO,
+    SEARCHED,
     COMMENT_CHARS,
     ROOM,
     Item,
@@ -151,7 +153,7 @@ def update_given_fields(api: GitHubApi, path: str, where: str, fields: dict[str,
 def issues_toolset(api: GitHubApi) -> Toolset:
     toolset = Toolset("issues", "Read, search, create and update issues and their comments")
 
-    @toolset.tool(title="List issues", read_only=True, open_world=True)
+    @toolset.tool(title="List issues", read_only=True, open_world=True, reads=IN_REPO)
     def list_issues(
         repo: RepoName,
         state: State = "open",
@@ -177,7 +179,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         text = fenced_lines([issue_line(i) for i in items], f"issues of {repo}; titles written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Get issue", read_only=True, open_world=True)
+    @toolset.tool(title="Get issue", read_only=True, open_world=True, reads=IN_REPO)
     def get_issue(
         repo: RepoName,
         number: Number,
@@ -227,7 +229,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             "\n".join(parts)
         )
 
-    @toolset.tool(title="Search issues", read_only=True, open_world=True)
+    @toolset.tool(title="Search issues", read_only=True, open_world=True, reads=SEARCHED)
     def search_issues(
         query: Annotated[str, Field(description="GitHub search syntax, e.g. 'repo:o/r is:open label:bug crash'")],
         limit: Annotated[Limit, Field(le=100)] = 30,
@@ -256,7 +258,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         text = f"{count}\n" + fenced_lines(lines, "search results; titles written by others")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Create issue", read_only=False, open_world=True)
+    @toolset.tool(title="Create issue", read_only=False, open_world=True, writes=IN_REPO)
     def create_issue(
         repo: RepoName,
         title: Annotated[NonEmpty, Field(max_length=256)],
@@ -274,7 +276,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         number = required(created, "number", what=f"creating an issue in {repo}", applied=True)
         return f"Created {repo}#{said(number)}: {said(created.get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True)
+    @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True, writes=IN_REPO)
     def update_issue(
         repo: RepoName,
         number: Number,
@@ -298,7 +300,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             api, f"/repos/{repo}/issues/{number}", f"{repo}#{number}", fields, hint="title, body, state, labels"
         )
 
-    @toolset.tool(title="Comment on issue", read_only=False, open_world=True)
+    @toolset.tool(title="Comment on issue", read_only=False, open_world=True, writes=IN_REPO)
     def add_issue_comment(repo: RepoName, number: Number, body: NonEmpty) -> str:
         """Use to comment on an issue or pull request's conversation."""
         created = api.request(
@@ -309,7 +311,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         ).data
         return f"Commented on {repo}#{number}: {said((created or {}).get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="List labels", read_only=True, open_world=True)
+    @toolset.tool(title="List labels", read_only=True, open_world=True, reads=IN_REPO)
     def list_labels(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
         """Use to see which labels a repository has before labelling an issue."""
         page = api.page(

@@ -21,6 +21,7 @@ from mcp_server_github.client import PER_PAGE_MAX, GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.shapes import (
+    IN_REPO,
     COMMENT_CHARS,
     ROOM,
     Item,
@@ -237,7 +238,7 @@ def check_line(p: Check) -> str:
 def pulls_toolset(api: GitHubApi) -> Toolset:
     toolset = Toolset("pull_requests", "Read, review, create, update and merge pull requests", default=False)
 
-    @toolset.tool(title="List pull requests", read_only=True, open_world=True)
+    @toolset.tool(title="List pull requests", read_only=True, open_world=True, reads=IN_REPO)
     def list_pull_requests(
         repo: RepoName,
         state: State = "open",
@@ -261,7 +262,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         text = fenced_lines([pr_line(i) for i in items], f"pull requests of {repo}; titles written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Get pull request", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request(
         repo: RepoName,
         number: Number,
@@ -307,7 +308,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         listing = fenced_lines([file_line(f) for f in files], "files changed")
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{opening}\n{listing}")
 
-    @toolset.tool(title="Get pull request diff", read_only=True, open_world=True, budget=14_000)
+    @toolset.tool(title="Get pull request diff", read_only=True, open_world=True, budget=14_000, reads=IN_REPO)
     def get_pull_request_diff(
         repo: RepoName,
         number: Number,
@@ -321,7 +322,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         )
         return Diff(diff=text, next_cursor=next_cursor)
 
-    @toolset.tool(title="Get pull request reviews", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request reviews", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request_reviews(
         repo: RepoName,
         number: Number,
@@ -374,7 +375,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             next_cursor=next_cursor,
         ).with_text("\n".join(parts) or f"{where} has no reviews yet.")
 
-    @toolset.tool(title="Get pull request status", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request status", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request_status(repo: RepoName, number: Number) -> Item:
         """Use to see whether a pull request's checks and statuses pass on its head commit."""
         pr = api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {repo}#{number}")
@@ -401,7 +402,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             lines.append(f"({len(ordered) - shown} more checks not shown; the counts above include them)")
         return Item(item=item, parts=ordered[:shown]).with_text("\n".join(lines))
 
-    @toolset.tool(title="Create pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Create pull request", read_only=False, open_world=True, writes=IN_REPO)
     def create_pull_request(
         repo: RepoName,
         title: NonEmpty,
@@ -420,7 +421,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         number = required(created, "number", what=f"opening a pull request in {repo}", applied=True)
         return f"Opened {repo}#{said(number)}: {said(created.get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="Update pull request", read_only=False, open_world=True, idempotent=True)
+    @toolset.tool(title="Update pull request", read_only=False, open_world=True, idempotent=True, writes=IN_REPO)
     def update_pull_request(
         repo: RepoName,
         number: Number,
@@ -435,7 +436,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             api, f"/repos/{repo}/pulls/{number}", f"{repo}#{number}", fields, hint="title, body, state, base"
         )
 
-    @toolset.tool(title="Merge pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Merge pull request", read_only=False, open_world=True, writes=IN_REPO)
     def merge_pull_request(
         repo: RepoName,
         number: Number,
@@ -461,7 +462,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         sha = required(merged, "sha", what=f"merging {repo}#{number}", applied=True)
         return f"Merged {repo}#{number} by {method}: {said(sha)}"
 
-    @toolset.tool(title="Review pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Review pull request", read_only=False, open_world=True, writes=IN_REPO)
     def review_pull_request(
         repo: RepoName,
         number: Number,

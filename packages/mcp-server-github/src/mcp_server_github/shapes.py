@@ -17,6 +17,7 @@ from typing import Annotated, Any, Self, TypeVar, cast
 
 from mcp_server_core import DEFAULT_BUDGET, Rendered, take_within_budget
 from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.places import Place
 from mcp_server_core.conventions.untrusted import Cleaned, Untrusted, clean, fence, one_line
 from pydantic import AfterValidator, Field, PlainSerializer, PrivateAttr
 
@@ -53,6 +54,24 @@ Number = Annotated[int, AfterValidator(_positive)]
 NonEmpty = Annotated[str, AfterValidator(_not_empty)]
 BODY_CHARS = 6_000
 COMMENT_CHARS = 3_000
+
+
+def IN_REPO(arguments: Mapping[str, Any]) -> Place | None:  # noqa: N802 - read as a constant where tools declare it
+    """The repository a call reads or writes (`repo`), for the confirmation of cross writes (the helpers'
+    flows.py): GitHub's names are case-insensitive, so `Acme/Public` and `acme/public` are one place."""
+    repo = arguments.get("repo")
+    if repo is None:
+        return None
+    given = repo if isinstance(repo, str) else repr(repo)
+    return Place("repository", given.casefold(), given)
+
+
+SEARCH_RESULTS = Place("search results", "github", "GitHub search results")
+
+
+def SEARCHED(_arguments: Mapping[str, Any]) -> Place:  # noqa: N802 - read as a constant where tools declare it
+    """What a search read: hits from any repository the token sees, so no write target is ever the same place."""
+    return SEARCH_RESULTS
 
 
 def split_repo(repo: str) -> tuple[str, str]:

@@ -25,7 +25,9 @@ The command-line track has none of this: each command is its own process, run by
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +41,7 @@ from mcp_server_core.conventions.tools import ToolDefinition
 if TYPE_CHECKING:
     from fastmcp import Context
 
-__all__ = ["CONFIRM_TIMEOUT_S", "CrossWrites", "FlowStore", "MemoryFlowStore"]
+__all__ = ["CONFIRM_TIMEOUT_S", "AskFirst", "CrossWrites", "FlowStore", "MemoryFlowStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -183,16 +185,19 @@ class CrossWrites:
             f"{what}. Content read there (which others may have written) could be carried into {target}. "
             "Allow this write?"
         )
-        try:
-            answer = await asyncio.wait_for(
-                ctx.elicit(question, bool, response_title="Allow this write"), CONFIRM_TIMEOUT_S
-            )
-        except TimeoutError:
-            raise Refused(
-                f"Refused: {what}, and its user did not answer within {CONFIRM_TIMEOUT_S:g} s. Nothing was written.",
-                hint=how,
-            ) from None
-        if answer.action == "accept" and getattr(answer, "data", None) is True:
+        if ctx._is_modern_protocol():
+            accepted = _answer_in_request(ctx, question, _asked(tool, sources, target))
+        else:
+            try:
+                answer = await asyncio.wait_for(ctx.elicit(question, bool, response_title=ALLOW), CONFIRM_TIMEOUT_S)
+            except TimeoutError:
+                raise Refused(
+                    f"Refused: {what}, and its user did not answer within {CONFIRM_TIMEOUT_S:g} s. Nothing was "
+                    "written.",
+                    hint=how,
+                ) from None
+            accepted = answer.action == "accept" and getattr(answer, "data", None) is True
+        if accepted:
             await self.store.add_confirmed(key, target, sources)
             logger.info("cross write confirmed: %s", what)
             return
@@ -202,10 +207,52 @@ class CrossWrites:
         )
 
 
+ALLOW = "Allow this write"
+_ASK_KEY = "confirm_cross_write"
+
+
+class AskFirst(Exception):  # noqa: N818 - not a failure: the answer of this leg is a question to the user
+    """A 2026-07-28 call's first leg: the answer is a question for its user (an `InputRequiredResult`, SEP-2322);
+    the client asks and calls again with the answer, and the call goes on or is refused then."""
+
+    def __init__(self, input_required: Any) -> None:
+        super().__init__("input required")
+        self.input_required = input_required
+
+    def result(self) -> Any:
+        from fastmcp.tools.base import InputRequiredToolResult
+
+        return InputRequiredToolResult(self.input_required)
+
+
+def _asked(tool: str, sources: list[Place], target: Place) -> str:
+    """What was asked, as the request state the client sends back: an answer counts only for the same question
+    (the framework seals the state, so a client cannot make one up)."""
+    question = json.dumps([tool, [[s.kind, s.key] for s in sources], [target.kind, target.key]])
+    return hashlib.sha256(question.encode()).hexdigest()
+
+
+def _answer_in_request(ctx: Context, question: str, asked: str) -> bool:
+    """The user's answer carried by this 2026-07-28 request, or `AskFirst` when it carries none for this question."""
+    import mcp_types
+    from fastmcp.server.elicitation import parse_elicit_response_type
+
+    responses = ctx.input_responses or {}
+    answer = responses.get(_ASK_KEY)
+    if isinstance(answer, mcp_types.ElicitResult) and ctx.request_state == asked:
+        return answer.action == "accept" and (answer.content or {}).get("value") is True
+    schema = parse_elicit_response_type(bool, response_title=ALLOW).schema
+    params = mcp_types.ElicitRequestFormParams(message=question, requested_schema=schema)
+    raise AskFirst(
+        mcp_types.InputRequiredResult(
+            input_requests={_ASK_KEY: mcp_types.ElicitRequest(params=params)}, request_state=asked
+        )
+    )
+
+
 def _can_ask(ctx: Context) -> bool:
-    """Whether this request's client can be asked: the handshake era, with `elicitation` in its capabilities."""
-    if ctx._is_modern_protocol():
-        return False  # no server-to-client request on a 2026-07-28 connection
+    """Whether this request's client can be asked: `elicitation` in its capabilities (the handshake era's, or the
+    ones a 2026-07-28 request declares)."""
     try:
         capabilities = ctx.session.client_capabilities
     except (RuntimeError, AttributeError):

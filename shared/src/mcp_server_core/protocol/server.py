@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Any, TypeVar
 
 import mcp_types
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import (
     DisabledError,
     FastMCPError,
@@ -63,7 +63,7 @@ from mcp_server_core.operations.health import Readiness
 from mcp_server_core.operations.tracing import annotate_call
 from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
-from mcp_server_core.protocol.flows import CrossWrites
+from mcp_server_core.protocol.flows import AskFirst, CrossWrites
 from mcp_server_core.protocol.notifications import ChangeHub
 from mcp_server_core.protocol.progress import start_reporting, stop_reporting
 from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
@@ -269,10 +269,13 @@ class ReferenceServer(FastMCP[Any]):
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
     ) -> ToolResult:
         definition = self.toolsets.definition(name)
-        context = call_context() if definition is not None else None
+        context = self._flow_context() if definition is not None else None
         try:
             # Before the deadline starts: the user may take a while to answer a confirmation (flows.py bounds it).
-            reads = await self.flows.guard(definition, arguments or {}, context) if definition is not None else []
+            try:
+                reads = await self.flows.guard(definition, arguments or {}, context) if definition is not None else []
+            except AskFirst as ask:  # a 2026-07-28 call: this leg's answer is the question to its user
+                return ask.result()  # type: ignore[no-any-return]
             result = await self._within_deadline(
                 super().call_tool(name, arguments, version=version), lambda: self._call_timed_out(name)
             )
@@ -309,6 +312,18 @@ class ReferenceServer(FastMCP[Any]):
         result = self._within_budget(name, result)
         annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
         return result
+
+    def _flow_context(self) -> Context | None:
+        """fastmcp's context of the call being served, made here: fastmcp makes its own only inside `call_tool`,
+        after the point where the cross-write guard must decide (and ask)."""
+        existing = call_context()
+        if existing is not None:
+            return existing
+        from fastmcp.server.context import Context
+
+        made = Context(fastmcp=self)
+        # Outside a request (a direct call_tool, as in-process code makes) there is no one to ask.
+        return made if made.request_context is not None else None
 
     def _within_budget(self, name: str, result: ToolResult) -> ToolResult:
         """The last check every answer passes: text and structured content within twice the tool's text budget
