@@ -439,7 +439,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             limit_chars //= 2  # a message of quotes or tabs costs twice its length in JSON
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{message}\n{listing}")
 
-    @toolset.tool(title="Get commit diff", read_only=True, open_world=True, budget=DIFF_PAGE_BYTES + 2_000, reads=IN_REPO)
+    @toolset.tool(
+        title="Get commit diff", read_only=True, open_world=True, budget=DIFF_PAGE_BYTES + 2_000, reads=IN_REPO
+    )
     def get_commit_diff(
         repo: RepoName,
         sha: Annotated[str, Field(description="a commit, or base...head to compare two refs")],
@@ -523,7 +525,14 @@ def repos_toolset(api: GitHubApi) -> Toolset:
 
     # --- writes ------------------------------------------------------------------------------------------
 
-    @toolset.tool(title="Create or update file", read_only=False, open_world=True, destructive=True, idempotent=True, writes=IN_REPO)
+    @toolset.tool(
+        title="Create or update file",
+        read_only=False,
+        open_world=True,
+        destructive=True,
+        idempotent=True,
+        writes=IN_REPO,
+    )
     def create_or_update_file(
         repo: RepoName,
         path: NonEmpty,

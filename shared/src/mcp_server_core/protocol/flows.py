@@ -170,9 +170,7 @@ class CrossWrites:
         except RuntimeError:
             return who
 
-    async def _confirm(
-        self, tool: str, sources: list[Place], target: Place, key: str, ctx: Context | None
-    ) -> None:
+    async def _confirm(self, tool: str, sources: list[Place], target: Place, key: str, ctx: Context | None) -> None:
         read = ", ".join(str(s) for s in sources[:5]) + (f" and {len(sources) - 5} more" if len(sources) > 5 else "")
         what = f"{tool} would write to {target} after this session read {read}"
         how = (
@@ -180,7 +178,9 @@ class CrossWrites:
             "--allow-cross-writes (any target), or use a client that can ask you to confirm (MCP elicitation)."
         )
         if ctx is None or not _can_ask(ctx):
-            raise Refused(f"Refused: {what}, and this client cannot ask its user to confirm. Nothing was written.", hint=how)
+            raise Refused(
+                f"Refused: {what}, and this client cannot ask its user to confirm. Nothing was written.", hint=how
+            )
         question = (
             f"{what}. Content read there (which others may have written) could be carried into {target}. "
             "Allow this write?"
