@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from mcp_server_github.client import PER_PAGE_MAX, GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
+from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.shapes import (
     IN_REPO,
     COMMENT_CHARS,
@@ -45,6 +46,8 @@ from mcp_server_github.shapes import (
     said,
     untrusted,
     weigh,
+    withheld_line,
+    withheld_of,
 )
 
 
@@ -65,6 +68,7 @@ class PullSummary(TypedDict, total=False):
     base: Untrusted
     labels: list[Untrusted]
     updated: str
+    withheld: str
 
 
 class PullDetail(PullSummary, total=False):
@@ -96,6 +100,7 @@ class Review(TypedDict, total=False):
     state: Untrusted
     submitted: str
     body: str
+    withheld: str
 
 
 class LineComment(TypedDict, total=False):
@@ -106,6 +111,7 @@ class LineComment(TypedDict, total=False):
     line: int
     in_reply_to: int | None
     body: str
+    withheld: str
 
 
 class Check(TypedDict, total=False):
@@ -132,14 +138,16 @@ def pr_summary(pr: dict[str, Any]) -> PullSummary:
             base=untrusted(pr, "base", "ref"),
             labels=labels_of(pr),
             updated=day(pr.get("updated_at")) or "",
+            withheld=withheld_of(pr),
         )
     )
 
 
 def pr_line(s: PullSummary) -> str:
     draft = " draft" if s.get("draft") else ""
+    title = f"[title withheld by lockdown: {s['withheld']}]" if s.get("withheld") else said(s.get("title"), "")
     return (
-        f"#{s.get('number')} {said(s.get('state'))}{draft} {said(s.get('title'), '')} ({said(s.get('head'))} ->"
+        f"#{s.get('number')} {said(s.get('state'))}{draft} {title} ({said(s.get('head'))} ->"
         f" {said(s.get('base'))}) by {s.get('author')}, updated {said(s.get('updated'))}"
     )
 
@@ -170,6 +178,7 @@ def review_shape(r: dict[str, Any]) -> Review:
             state=untrusted(r, "state"),
             submitted=day(r.get("submitted_at")) or "",
             body=clean_text(r.get("body"), COMMENT_CHARS),
+            withheld=withheld_of(r),
         )
     )
 
@@ -179,8 +188,12 @@ def review_text(r: dict[str, Any], where: str) -> str:
         f"{said(untrusted(r, 'state'))} by {login_of(r)} ({role_of(r)})"
         + (f" on {day(r.get('submitted_at'))}" if r.get("submitted_at") else " (pending)")
         + (
-            "\n" + fenced(r.get("body"), f"review {said(r.get('id'))} on {where}", r, limit=COMMENT_CHARS)
-            if r.get("body")
+            "\n"
+            + (
+                withheld_line(r, f"review {said(r.get('id'))} on {where}")
+                or fenced(r.get("body"), f"review {said(r.get('id'))} on {where}", r, limit=COMMENT_CHARS)
+            )
+            if r.get("body") or withheld_of(r)
             else ""
         )
     )
@@ -200,19 +213,18 @@ def line_comment_shape(c: dict[str, Any]) -> LineComment:
             line=c.get("line") or c.get("original_line") or 0,
             in_reply_to=number_of(c.get("in_reply_to_id")) or None,
             body=clean_text(c.get("body"), COMMENT_CHARS),
+            withheld=withheld_of(c),
         )
     )
 
 
 def line_comment_text(c: dict[str, Any], where: str) -> str:
     # The path is someone's file name: in the label only as its one-line form, so it cannot close the label.
-    return fenced(
-        c.get("body"),
+    what = (
         f"comment {said(c.get('id'))} on {untrusted(c, 'path')}"
-        f" line {said(c.get('line') or c.get('original_line'), '(outdated)')} of {where}",
-        c,
-        limit=COMMENT_CHARS,
+        f" line {said(c.get('line') or c.get('original_line'), '(outdated)')} of {where}"
     )
+    return withheld_line(c, what) or fenced(c.get("body"), what, c, limit=COMMENT_CHARS)
 
 
 def status_shape(s: dict[str, Any]) -> Check:
@@ -235,7 +247,7 @@ def check_line(p: Check) -> str:
     return f"{said(p.get('state'))} {p.get('name')}" + (f": {p['description']}" if p.get("description") else "")
 
 
-def pulls_toolset(api: GitHubApi) -> Toolset:
+def pulls_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
     toolset = Toolset("pull_requests", "Read, review, create, update and merge pull requests", default=False)
 
     @toolset.tool(title="List pull requests", read_only=True, open_world=True, reads=IN_REPO)
@@ -258,7 +270,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             weight=weigh(pr_summary, pr_line),
             budget=ROOM,
         )
-        items = [pr_summary(p) for p in page.items]
+        items = [pr_summary(p) for p in lockdown.scrub_all(page.items, repo)]
         text = fenced_lines([pr_line(i) for i in items], f"pull requests of {repo}; titles written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
@@ -271,7 +283,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
     ) -> Item:
         """Use to read one pull request: description, branches, mergeability and the files it changes."""
         where = f"{repo}#{number}"
-        pr = api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {where}")
+        pr = lockdown.scrub(api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {where}"), repo)
         item = compact(
             PullDetail(
                 **pr_summary(pr),
@@ -350,7 +362,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
                 weight=lambda r: review_cost(r, where),
                 budget=ROOM // 2,
             )
-            reviews = review_page.items
+            reviews = lockdown.scrub_all(review_page.items, repo)
             left -= sum(review_cost(r, where) for r in reviews)
             if review_page.next_cursor:
                 next_cursor = encode_cursor({"phase": "reviews", "inner": review_page.next_cursor}, scope=where)
@@ -365,7 +377,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
                 weight=lambda c: cost(line_comment_text(c, where) + "\n", line_comment_shape(c)),
                 budget=left,
             )
-            comments = page.items
+            comments = lockdown.scrub_all(page.items, repo)
             if page.next_cursor:
                 next_cursor = encode_cursor({"phase": "comments", "inner": page.next_cursor}, scope=where)
         parts = [review_text(r, where) for r in reviews] + [line_comment_text(c, where) for c in comments]

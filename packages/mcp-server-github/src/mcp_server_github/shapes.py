@@ -252,7 +252,30 @@ def fenced(
 def fenced_title_and_body(thing: Mapping[str, Any]) -> str:
     """An issue's or pull request's title and body, fenced together as written by its author (the line above
     the fence names the issue or pull request; its link, which a model can build, is in the structured content)."""
-    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing)
+    return withheld_line(thing, "title and body") or fenced(
+        f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing
+    )
+
+
+WITHHELD = "withheld_by_lockdown"
+"""The key lockdown.py adds to an item of GitHub's JSON whose text it withheld: the author's standing, in words."""
+
+
+def withheld_line(thing: Mapping[str, Any], what: str) -> str | None:
+    """The server's own line in place of a text lockdown withheld (`what`: "title and body", "comment of
+    2026-11-30"), or None when it was not withheld: the model learns that something was said, and by whom."""
+    standing = thing.get(WITHHELD)
+    if not standing:
+        return None
+    return (
+        f"[{what} withheld by lockdown: written by {login_of(thing)}, {standing}; only text by the repository's "
+        "owners, members and collaborators is shown]"
+    )
+
+
+def withheld_of(thing: Mapping[str, Any]) -> str:
+    """For structured content: the standing of the author whose text was withheld, or "" (left out)."""
+    return str(thing.get(WITHHELD) or "")
 
 
 def fenced_lines(lines: list[str], what: str) -> str:
