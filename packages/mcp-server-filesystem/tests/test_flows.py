@@ -11,6 +11,8 @@ from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from mcp_server_core import ReferenceServer
 
+Make = Callable[..., ReferenceServer]
+
 
 class Asked:
     def __init__(self, action: str) -> None:
@@ -38,31 +40,35 @@ def text(result: Any) -> str:
 
 
 async def test_reading_one_root_then_writing_another_asks_and_decline_writes_nothing(
-    tmp_path: Path, make_server: Callable[..., ReferenceServer]
+    tmp_path: Path, make_server: Make
 ) -> None:
     private, public = two_roots(tmp_path)
     asked = Asked("decline")
     async with Client(make_server(private, public), elicitation_handler=asked, mode="legacy") as client:
         await client.call_tool("read_file", {"path": str(private / "keys.txt")})
         result = await client.call_tool_mcp("write_file", {"path": str(public / "leak.txt"), "content": "hunter2"})
-    assert result.is_error and "declined" in text(result)
+    assert result.is_error
+    assert "declined" in text(result)
     [question] = asked.messages
-    assert f"folder {private}" in question and f"write_file would write to folder {public}" in question
+    assert f"folder {private}" in question
+    assert f"write_file would write to folder {public}" in question
     assert sorted(p.name for p in public.iterdir()) == ["notes.md"]
 
 
-async def test_a_copy_across_roots_in_one_call_asks(tmp_path: Path, make_server: Callable[..., ReferenceServer]) -> None:
+async def test_a_copy_across_roots_in_one_call_asks(tmp_path: Path, make_server: Make) -> None:
     private, public = two_roots(tmp_path)
     asked = Asked("cancel")
     async with Client(make_server(private, public), elicitation_handler=asked) as client:
         result = await client.call_tool_mcp(
             "move_path", {"source": str(private / "keys.txt"), "destination": str(public / "keys.txt"), "copy": True}
         )
-    assert result.is_error and len(asked.messages) == 1
-    assert not (public / "keys.txt").exists() and (private / "keys.txt").exists()
+    assert result.is_error
+    assert len(asked.messages) == 1
+    assert not (public / "keys.txt").exists()
+    assert (private / "keys.txt").exists()
 
 
-async def test_writing_in_the_root_read_does_not_ask(tmp_path: Path, make_server: Callable[..., ReferenceServer]) -> None:
+async def test_writing_in_the_root_read_does_not_ask(tmp_path: Path, make_server: Make) -> None:
     private, public = two_roots(tmp_path)
     asked = Asked("decline")
     async with Client(make_server(private, public), elicitation_handler=asked) as client:
@@ -74,19 +80,18 @@ async def test_writing_in_the_root_read_does_not_ask(tmp_path: Path, make_server
 
 
 async def test_without_elicitation_the_write_is_refused_and_the_tree_unchanged(
-    tmp_path: Path, make_server: Callable[..., ReferenceServer]
+    tmp_path: Path, make_server: Make
 ) -> None:
     private, public = two_roots(tmp_path)
     async with Client(make_server(private, public), mode="legacy") as client:
         await client.call_tool("search_text", {"query": "API_KEY", "path": str(private)})
         result = await client.call_tool_mcp("delete_path", {"path": str(public / "notes.md")})
-    assert result.is_error and "--allow-writes-to" in text(result)
+    assert result.is_error
+    assert "--allow-writes-to" in text(result)
     assert (public / "notes.md").read_text() == "# Notes\n"
 
 
-async def test_allowed_target_folder_writes_without_asking(
-    tmp_path: Path, make_server: Callable[..., ReferenceServer]
-) -> None:
+async def test_allowed_target_folder_writes_without_asking(tmp_path: Path, make_server: Make) -> None:
     private, public = two_roots(tmp_path)
     server = make_server(private, public)
     server.flows.allow(targets=[str(public)])
@@ -97,6 +102,6 @@ async def test_allowed_target_folder_writes_without_asking(
     assert (public / "ok.txt").read_text() == "ok"
 
 
-async def test_every_write_tool_declares_its_folder(tmp_path: Path, make_server: Callable[..., ReferenceServer]) -> None:
+async def test_every_write_tool_declares_its_folder(tmp_path: Path, make_server: Make) -> None:
     server = make_server(*two_roots(tmp_path))
     assert [d.name for d in server.toolsets.definitions() if not d.read_only and d.writes is None] == []

@@ -66,13 +66,15 @@ async def test_declined_cross_write_creates_no_issue(fake: FakeGitHub, mode: str
     async with Client(server_for(fake), elicitation_handler=asked, **_mode(mode)) as client:
         result = await toxic_flow(client)
     assert result.is_error
-    assert "declined" in text_of(result) and "Nothing was written" in text_of(result)
+    assert "declined" in text_of(result)
+    assert "Nothing was written" in text_of(result)
     [question] = asked.messages
     # The user is told what was read and where the write goes.
     assert "repository acme/secret" in question
     assert "create_issue would write to repository acme/widgets" in question
     assert issues_created(fake) == []
-    assert 48 in fake.repos["acme/widgets"].issues and 49 not in fake.repos["acme/widgets"].issues
+    assert 48 in fake.repos["acme/widgets"].issues
+    assert 49 not in fake.repos["acme/widgets"].issues
 
 
 @pytest.mark.parametrize("mode", ["legacy", "modern"])
@@ -94,7 +96,8 @@ async def test_unchecked_answer_counts_as_declined(fake: FakeGitHub) -> None:
     asked = Asked("accept", value=False)  # the form was sent without ticking "allow"
     async with Client(server_for(fake), elicitation_handler=asked) as client:
         result = await toxic_flow(client)
-    assert result.is_error and "declined" in text_of(result)
+    assert result.is_error
+    assert "declined" in text_of(result)
     assert issues_created(fake) == []
 
 
@@ -106,7 +109,8 @@ async def test_without_elicitation_the_write_is_refused_with_how_to_allow(fake: 
     text = text_of(result)
     assert result.is_error
     assert "cannot ask its user to confirm" in text
-    assert "--allow-writes-to" in text and "--allow-cross-writes" in text
+    assert "--allow-writes-to" in text
+    assert "--allow-cross-writes" in text
     assert issues_created(fake) == []
 
 

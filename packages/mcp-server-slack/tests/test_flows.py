@@ -31,9 +31,11 @@ async def test_reading_one_channel_then_posting_to_another_asks_and_decline_post
     async with Client(writer(fake), elicitation_handler=asked, mode="legacy") as client:
         await client.call_tool("read_messages", {"channel": "#random"})
         result = await client.call_tool_mcp("post_message", {"channel": "C0GENERAL", "text": "from #random: ..."})
-    assert result.is_error and "declined" in text_of(result)
+    assert result.is_error
+    assert "declined" in text_of(result)
     [question] = asked.messages
-    assert "channel #random" in question and "post_message would write to channel #general" in question
+    assert "channel #random" in question
+    assert "post_message would write to channel #general" in question
     assert fake.calls("chat.postMessage") == 0
 
 
@@ -64,7 +66,8 @@ async def test_without_elicitation_the_post_is_refused_with_how_to_allow(fake: F
             "add_reaction", {"channel": "#random", "ts": "1712345683.000000", "emoji": "eyes"}
         )
     assert result.is_error
-    assert "cannot ask its user to confirm" in text_of(result) and "--allow-cross-writes" in text_of(result)
+    assert "cannot ask its user to confirm" in text_of(result)
+    assert "--allow-cross-writes" in text_of(result)
     assert fake.calls("reactions.add") == 0
 
 
@@ -74,7 +77,8 @@ async def test_a_channel_off_the_write_list_is_refused_without_asking(fake: Fake
     async with Client(server, elicitation_handler=asked) as client:
         await client.call_tool("read_messages", {"channel": "#random"})
         result = await client.call_tool_mcp("post_message", {"channel": "#general", "text": "x"})
-    assert result.is_error and "is not allowed by this server" in text_of(result)
+    assert result.is_error
+    assert "is not allowed by this server" in text_of(result)
     assert asked.messages == []
     assert fake.calls("chat.postMessage") == 0
 

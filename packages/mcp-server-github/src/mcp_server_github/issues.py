@@ -13,10 +13,10 @@ from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
-    IN_REPO,
-    SEARCHED,
     COMMENT_CHARS,
+    IN_REPO,
     ROOM,
+    SEARCHED,
     Item,
     Listing,
     NonEmpty,

@@ -75,6 +75,21 @@ class Lockdown:
             WITHHELD: _STANDING.get(association, "an author GitHub gives no push-access standing"),
         }
 
+    def scrub_run(self, run: Any, repo: str) -> Any:
+        """A workflow run as the tool may show it: a run of a pull request from a fork carries that pull request's
+        title (`display_title`), which anyone may write and no `author_association` vouches for: withheld."""
+        if not self.enabled or not isinstance(run, Mapping):
+            return run
+        head = run.get("head_repository")
+        base = run.get("repository")
+        head_name = head.get("full_name") if isinstance(head, Mapping) else None
+        base_name = base.get("full_name") if isinstance(base, Mapping) else repo
+        if head_name is not None and str(head_name).casefold() == str(base_name).casefold():
+            return run
+        if not self.is_public(repo):
+            return run
+        return {**run, "display_title": None, WITHHELD: "the author of a pull request from another repository"}
+
     def scrub_all(self, things: list[Any], repo: str) -> list[Any]:
         return [self.scrub(thing, repo) for thing in things]
 

@@ -22,8 +22,8 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
 from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.shapes import (
-    IN_REPO,
     COMMENT_CHARS,
+    IN_REPO,
     ROOM,
     Item,
     Listing,

@@ -32,8 +32,8 @@ from mcp_server_github.client import GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.pulls import file_line, file_shape
 from mcp_server_github.shapes import (
-    IN_REPO,
     BODY_CHARS,
+    IN_REPO,
     ROOM,
     Item,
     Listing,

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, Page
 from mcp_server_github.shapes import (
-    SEARCHED,
     ROOM,
+    SEARCHED,
     Listing,
     NonEmpty,
     compact,

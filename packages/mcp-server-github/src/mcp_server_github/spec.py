@@ -34,7 +34,7 @@ def github_toolsets(api: GitHubApi, ref: ServerRef) -> list[Toolset]:
         pulls_toolset(api, lockdown),
         repos_toolset(api),
         search_toolset(api),
-        actions_toolset(api),
+        actions_toolset(api, lockdown),
     ]
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import anyio
-
 from mcp_server_core import (
     Cursor,
     InvalidArgument,

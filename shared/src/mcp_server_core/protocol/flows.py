@@ -9,9 +9,13 @@ MCP elicitation naming what was read and where the write goes:
 
 - accept: the write goes on, and this target is confirmed for those sources for the rest of the session;
 - decline or cancel (or no answer within `CONFIRM_TIMEOUT_S`): refused, nothing written;
-- a client without elicitation (its capabilities lack `elicitation`), or a 2026-07-28 request, which has no
-  channel for the server to ask on: refused, with how to allow it (`--allow-cross-writes`, or the target in
-  `--allow-writes-to`).
+- a client without elicitation (its capabilities lack `elicitation`): refused, with how to allow it
+  (`--allow-cross-writes`, or the target in `--allow-writes-to`).
+
+The handshake era asks with `ctx.elicit` while the call waits. A 2026-07-28 request has no channel for the
+server to ask on, so its first leg answers with the question (an `InputRequiredResult`, SEP-2322) and the client
+calls again carrying the user's answer; the answer counts only for the question it was given (the request state
+names the tool, the sources and the target, sealed by the framework).
 
 What a session read is kept per session on the handshake era and per principal where there is no session to key
 on (the 2026-07-28 era, stateless HTTP): a principal's sessions then share one history, which asks more, never
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_server_core.auth.identity import caller
 from mcp_server_core.conventions.errors import Refused, ToolFailure
-from mcp_server_core.conventions.places import Place, Places
+from mcp_server_core.conventions.places import Place, PlaceOf, Places
 from mcp_server_core.conventions.tools import ToolDefinition
 
 if TYPE_CHECKING:
@@ -211,7 +215,7 @@ ALLOW = "Allow this write"
 _ASK_KEY = "confirm_cross_write"
 
 
-class AskFirst(Exception):  # noqa: N818 - not a failure: the answer of this leg is a question to the user
+class AskFirst(Exception):
     """A 2026-07-28 call's first leg: the answer is a question for its user (an `InputRequiredResult`, SEP-2322);
     the client asks and calls again with the answer, and the call goes on or is refused then."""
 
@@ -261,14 +265,13 @@ def _can_ask(ctx: Context) -> bool:
 
 
 async def _places(
-    definition: ToolDefinition, declared: Any, arguments: Mapping[str, Any], *, reading: bool
+    definition: ToolDefinition, declared: PlaceOf | None, arguments: Mapping[str, Any], *, reading: bool
 ) -> list[Place]:
     if declared is None:
         return []
     try:
-        found: Places = declared(arguments)
-        if inspect.isawaitable(found):
-            found = await found
+        given = declared(arguments)
+        found: Places = await given if inspect.isawaitable(given) else given
     except ToolFailure:
         if not reading:
             raise  # the tool would fail the same way: the client hears why
