@@ -66,7 +66,7 @@ def IN_REPO(arguments: Mapping[str, Any]) -> Place | None:  # noqa: N802 - read 
     return Place("repository", given.casefold(), given)
 
 
-SEARCH_RESULTS = Place("search results", "github", "GitHub search results")
+SEARCH_RESULTS = Place("search results", "github", "from GitHub")
 
 
 def SEARCHED(_arguments: Mapping[str, Any]) -> Place:  # noqa: N802 - read as a constant where tools declare it

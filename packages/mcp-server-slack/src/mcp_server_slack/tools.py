@@ -50,7 +50,7 @@ Name = Annotated[str | None, Field(max_length=200, json_schema_extra=unadvertise
 
 # --- where a call reads and writes: the confirmation of cross writes (the helpers' flows.py) ---------------
 
-SEARCH_RESULTS = Place("search results", "slack", "Slack search results")
+SEARCH_RESULTS = Place("search results", "slack", "from Slack")
 """What a search read: messages from any channel the token sees, so no channel a post goes to is that place."""
 
 
