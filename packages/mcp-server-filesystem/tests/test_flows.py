@@ -10,6 +10,7 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from mcp_server_core import ReferenceServer
+from mcp_server_core.testing import StdioWire, python_module
 
 Make = Callable[..., ReferenceServer]
 
@@ -105,3 +106,27 @@ async def test_allowed_target_folder_writes_without_asking(tmp_path: Path, make_
 async def test_every_write_tool_declares_its_folder(tmp_path: Path, make_server: Make) -> None:
     server = make_server(*two_roots(tmp_path))
     assert [d.name for d in server.toolsets.definitions() if not d.read_only and d.writes is None] == []
+
+
+def test_the_serving_flags_reach_the_guard_over_stdio(tmp_path: Path) -> None:
+    """`--allow-writes-to` as its users pass it, on the server as shipped: a client without elicitation (this raw
+    wire declares none) is refused the cross write, then allowed once the target is on the list."""
+    private, public = two_roots(tmp_path)
+
+    def cross_write(*flags: str) -> dict[str, Any]:
+        argv = python_module("mcp_server_filesystem", str(private), str(public), "--no-watch", *flags)
+        with StdioWire(argv) as wire:
+            wire.initialize(timeout=60)
+            read = {"name": "read_file", "arguments": {"path": str(private / "keys.txt")}}
+            assert not wire.request("tools/call", read)["result"].get("isError")
+            write = {"name": "write_file", "arguments": {"path": str(public / "leak.txt"), "content": "x"}}
+            result: dict[str, Any] = wire.request("tools/call", write)["result"]
+            return result
+
+    refused = cross_write()
+    assert refused["isError"]
+    assert "--allow-writes-to" in refused["content"][0]["text"]
+    assert not (public / "leak.txt").exists()
+    allowed = cross_write("--allow-writes-to", f"/nowhere,{public}")
+    assert not allowed.get("isError"), allowed
+    assert (public / "leak.txt").read_text() == "x"

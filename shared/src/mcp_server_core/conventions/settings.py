@@ -126,7 +126,7 @@ class ServerSettings(BaseSettings):
     )
 
     allow_cross_writes: bool = Field(
-        False, description="a write may land where its session read nothing without asking the user (flows.py)"
+        False, description="a write to another place than its session read goes on without asking the user (flows.py)"
     )
     allow_writes_to: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -116,7 +116,7 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
         "--allow-cross-writes",
         action="store_const",
         const=True,
-        help="writes where the session read nothing go on without asking the user",
+        help="a write to another place than its session read goes on without asking the user",
     )
     common.add_argument("--allow-writes-to", help="targets writes reach without asking: repos, channels, folders")
     common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
