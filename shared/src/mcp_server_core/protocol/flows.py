@@ -276,6 +276,12 @@ async def _places(
         if not reading:
             raise  # the tool would fail the same way: the client hears why
         return [Place("place", f"read by {definition.name}", f"what {definition.name} read")]
+    except Exception:
+        # A declaration that breaks (a disk error while resolving a path) must not let a write pass unasked, nor
+        # reach the client as an internal error: the place is unknown, so it matches no other.
+        logger.exception("the places of %s could not be determined", definition.name)
+        unknown = "read" if reading else "written"
+        return [Place("place", f"{unknown} by {definition.name}", f"what {definition.name} {unknown}")]
     if found is None:
         return []
     if isinstance(found, Place):

@@ -269,11 +269,12 @@ class ReferenceServer(FastMCP[Any]):
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
     ) -> ToolResult:
         definition = self.toolsets.definition(name)
-        context = self._flow_context() if definition is not None else None
+        declared = definition if definition is not None and (definition.reads or definition.writes) else None
+        context = self._flow_context() if declared is not None else None
         try:
             # Before the deadline starts: the user may take a while to answer a confirmation (flows.py bounds it).
             try:
-                reads = await self.flows.guard(definition, arguments or {}, context) if definition is not None else []
+                reads = await self.flows.guard(declared, arguments or {}, context) if declared is not None else []
             except AskFirst as ask:  # a 2026-07-28 call: this leg's answer is the question to its user
                 return ask.result()  # type: ignore[no-any-return]
             result = await self._within_deadline(
