@@ -1778,8 +1778,10 @@ def _run_json(fake: FakeGitHub, repo: Repo, run: dict[str, Any]) -> dict[str, An
     api = f"{API}/repos/{repo.full_name}/actions/runs/{run['id']}"
     commit = fake.commits[run["head_sha"]]
     person = {"name": commit.author.title(), "email": f"{commit.author}@example.com"}
+    # A run of a pull request from a fork names the fork as its head repository (a test sets "head_repo").
+    head = fake.repos[run["head_repo"]] if "head_repo" in run else repo
     return {
-        **run,
+        **{key: value for key, value in run.items() if key != "head_repo"},
         "node_id": f"WFR_{run['id']}",
         "run_number": run["id"] - 699,
         "workflow_id": 161335,
@@ -1799,7 +1801,7 @@ def _run_json(fake: FakeGitHub, repo: Repo, run: dict[str, Any]) -> dict[str, An
             "committer": person,
         },
         "repository": fake.repo_json(repo),
-        "head_repository": fake.repo_json(repo),
+        "head_repository": fake.repo_json(head),
     }
 
 

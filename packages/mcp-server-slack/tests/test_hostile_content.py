@@ -135,6 +135,8 @@ def hostile(fake: FakeSlack) -> FakeSlack:
 
 async def test_every_tool_keeps_hostile_records_fenced_within_budget_and_answers_ping(hostile: FakeSlack) -> None:
     server = make_server(hostile, allow_write=True, write_channels=[HOSTILE, NAMED])
+    # One session reads every channel and then posts: the writes would be cross writes (test_flows.py has those).
+    server.flows.allow(everywhere=True)
     budgets = {definition.name: definition.budget for definition in server.toolsets.definitions()}
     async with Client(server, mode="legacy") as client:
         await assert_every_tool_holds(client, calls(), budgets, FIXTURES)

@@ -7,7 +7,7 @@ import functools
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -34,6 +34,7 @@ from mcp_server_core import (
     take_within_budget,
 )
 from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.places import Place
 from mcp_server_core.conventions.tools import MAX_MESSAGE_BYTES, unadvertised
 from mcp_server_core.conventions.untrusted import clean, fence
 from pydantic import BaseModel, Field, PrivateAttr
@@ -103,6 +104,36 @@ class Workspace:
 
 async def _in_thread(fn: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(fn)
+
+
+def folders_of(
+    ws: Workspace, *arguments: str, every_root: bool = False, follow_leaf: bool = True
+) -> Callable[[Mapping[str, Any]], Awaitable[list[Place]]]:
+    """The folders a call reads or writes, for the confirmation of cross writes (the helpers' flows.py): the
+    allowed root each path argument resolves into, as the tool itself resolves it (symlinks followed, so a link in
+    one root to a file in another names the other). No path: the first root, or with `every_root`, all of them
+    (show_tree without a path shows every root). A path outside the roots fails here as the tool would."""
+
+    async def declared(given: Mapping[str, Any]) -> list[Place]:
+        box = await ws.sandbox()
+        paths: list[str] = []
+        for name in arguments:
+            value = given.get(name)
+            if isinstance(value, str):
+                paths.append(value)
+            elif isinstance(value, list):
+                paths.extend(v for v in value if isinstance(v, str))
+        if not paths:
+            roots = box.roots if every_root else box.roots[:1]
+            return [Place("folder", root, printable(root)) for root in roots]
+
+        def roots_of() -> list[Place]:
+            located = [box.locate(path, follow_leaf=follow_leaf).root for path in paths]
+            return [Place("folder", root, printable(root)) for root in dict.fromkeys(located)]
+
+        return await _in_thread(roots_of)
+
+    return declared
 
 
 def _when(timestamp: float) -> str:
@@ -736,12 +767,26 @@ def files_toolset(ws: Workspace) -> Toolset:
                 raise
             raise type(exc)(f"{exc} {box.roots_note}") from None
 
+    source_folder = folders_of(ws, "source")
+
+    async def copied_from(given: Mapping[str, Any]) -> list[Place]:
+        """A copy reads its source: copying from one root into another is the same flow as reading there and
+        writing here (a move only writes: both its ends change, and both are its targets)."""
+        return await source_folder(given) if given.get("copy") is True else []
+
     def changed(path: str, listing: bool) -> None:
         """A write landed on `path`: its audit line names it, and resource subscribers hear of it."""
         audit_target(path)
         ws.on_change(path, listing)
 
-    @tool(title="Read file", read_only=True, open_world=False, budget=READ_ANSWER_BUDGET, media_budget=MEDIA_BUDGET)
+    @tool(
+        title="Read file",
+        read_only=True,
+        open_world=False,
+        budget=READ_ANSWER_BUDGET,
+        media_budget=MEDIA_BUDGET,
+        reads=folders_of(ws, "path"),
+    )
     async def read_file(
         path: str | list[str],
         offset: Offset = 1,
@@ -757,7 +802,14 @@ def files_toolset(ws: Workspace) -> Toolset:
             return await run(_read_many, path, offset, lines, max_bytes, doing="Reading the files")
         return await run(_read_one, path, offset, lines, max_bytes, doing=f"Reading {path!r}")
 
-    @tool(title="Write file", read_only=False, open_world=False, destructive=True, idempotent=True)
+    @tool(
+        title="Write file",
+        read_only=False,
+        open_world=False,
+        destructive=True,
+        idempotent=True,
+        writes=folders_of(ws, "path"),
+    )
     async def write_file(
         path: PathArg,
         content: str,
@@ -768,7 +820,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         changed(location.path, created)
         return message
 
-    @tool(title="Edit file", read_only=False, open_world=False, destructive=True)
+    @tool(title="Edit file", read_only=False, open_world=False, destructive=True, writes=folders_of(ws, "path"))
     async def edit_file(
         path: PathArg,
         edits: list[Edit],
@@ -781,7 +833,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             changed(location.path, False)
         return message
 
-    @tool(title="Create directory", read_only=False, open_world=False, idempotent=True)
+    @tool(title="Create directory", read_only=False, open_world=False, idempotent=True, writes=folders_of(ws, "path"))
     async def create_directory(path: PathArg) -> str:
         """Make a directory (and parents)."""
 
@@ -795,7 +847,14 @@ def files_toolset(ws: Workspace) -> Toolset:
             changed(location.path, True)
         return message
 
-    @tool(title="Move path", read_only=False, open_world=False, destructive=True)
+    @tool(
+        title="Move path",
+        read_only=False,
+        open_world=False,
+        destructive=True,
+        reads=copied_from,
+        writes=folders_of(ws, "source", "destination", follow_leaf=False),
+    )
     async def move_path(source: PathArg, destination: PathArg, overwrite: bool = False, copy: bool = False) -> str:
         """Move, rename or (copy=true) copy a file or directory."""
         if copy:
@@ -811,7 +870,14 @@ def files_toolset(ws: Workspace) -> Toolset:
         changed(dst.path, True)
         return message
 
-    @tool(title="Delete path", read_only=False, open_world=False, destructive=True, idempotent=True)
+    @tool(
+        title="Delete path",
+        read_only=False,
+        open_world=False,
+        destructive=True,
+        idempotent=True,
+        writes=folders_of(ws, "path", follow_leaf=False),
+    )
     async def delete_path(
         path: PathArg,
         recursive: bool = False,
@@ -827,7 +893,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         changed(location.path, True)
         return message
 
-    @tool(title="List directory", read_only=True, open_world=False)
+    @tool(title="List directory", read_only=True, open_world=False, reads=folders_of(ws, "path"))
     async def list_directory(
         path: PathArg | None = None,
         sort: Literal["name", "size", "modified"] = "name",
@@ -838,7 +904,13 @@ def files_toolset(ws: Workspace) -> Toolset:
         """List a directory (sizes, times) or stat a file (mode, links, sha256)."""
         return await run(_list, path or ".", sort, hidden, limit, cursor, doing=f"Listing {path or '.'!r}")
 
-    @tool(title="Show tree", read_only=True, open_world=False, continue_hint="show_tree a subdirectory")
+    @tool(
+        title="Show tree",
+        read_only=True,
+        open_world=False,
+        continue_hint="show_tree a subdirectory",
+        reads=folders_of(ws, "path", every_root=True),
+    )
     async def show_tree(
         path: PathArg | None = None,
         depth: Annotated[int, Field(ge=1, le=20, json_schema_extra=unadvertised("minimum"))] = 3,
@@ -848,7 +920,7 @@ def files_toolset(ws: Workspace) -> Toolset:
         """See a layout: a line a directory, listing its entries; no path: every root."""
         return await run(_tree, path, depth, limit, everything, not everything, doing=f"Showing {path or '.'!r}")
 
-    @tool(title="Find files", read_only=True, open_world=False)
+    @tool(title="Find files", read_only=True, open_world=False, reads=folders_of(ws, "path"))
     async def find_files(
         pattern: Annotated[str, Field(description="*.py, src/**/test_*")],
         path: PathArg | None = None,
@@ -861,7 +933,7 @@ def files_toolset(ws: Workspace) -> Toolset:
             _find, pattern, path or ".", everything, not everything, limit, cursor, doing=f"Searching {path or '.'!r}"
         )
 
-    @tool(title="Search text", read_only=True, open_world=False)
+    @tool(title="Search text", read_only=True, open_world=False, reads=folders_of(ws, "path"))
     async def search_text(
         query: str,
         path: PathArg | None = None,

@@ -11,8 +11,10 @@ from mcp_server_core.conventions.budget import json_size
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
+from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.repos import segment
 from mcp_server_github.shapes import (
+    IN_REPO,
     ROOM,
     Listing,
     Number,
@@ -25,6 +27,7 @@ from mcp_server_github.shapes import (
     said,
     untrusted,
     weigh,
+    withheld_of,
 )
 
 LOG_BYTES = 12_000
@@ -44,6 +47,7 @@ class Run(TypedDict, total=False):
     event: Untrusted
     attempt: int | None
     created: Untrusted
+    withheld: str
 
 
 class Job(TypedDict, total=False):
@@ -70,14 +74,16 @@ def run_shape(r: dict[str, Any]) -> Run:
             event=untrusted(r, "event"),
             attempt=attempt if attempt > 1 else None,
             created=untrusted(r, "created_at"),
+            withheld=withheld_of(r),
         )
     )
 
 
 def run_line(i: Run) -> str:
+    title = f"[title withheld by lockdown: {i['withheld']}]" if i.get("withheld") else said(i.get("title"), "")
     return (
         f"{i.get('id')} {said(i.get('conclusion') or i.get('status'))} {said(i.get('workflow'))}:"
-        f" {said(i.get('title'), '')} ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')}"
+        f" {title} ({said(i.get('event'))} on {said(i.get('branch'), 'no branch')}"
         f" {said(i.get('sha'), 'no commit')}, {said(i.get('created'))})"
     )
 
@@ -103,10 +109,10 @@ def job_line(i: Job) -> str:
     )
 
 
-def actions_toolset(api: GitHubApi) -> Toolset:
+def actions_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
     toolset = Toolset("actions", "Workflow runs, jobs and job logs", default=False)
 
-    @toolset.tool(title="List workflow runs", read_only=True, open_world=True)
+    @toolset.tool(title="List workflow runs", read_only=True, open_world=True, reads=IN_REPO)
     def list_workflow_runs(
         repo: RepoName,
         workflow: Annotated[str | None, Field(description="workflow file name (ci.yml) or id")] = None,
@@ -130,13 +136,13 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             weight=weigh(run_shape, run_line),
             budget=ROOM,
         )
-        items = [run_shape(r) for r in page.items]
+        items = [run_shape(lockdown.scrub_run(r, repo)) for r in page.items]
         lines = [run_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
             fenced_lines(lines, f"workflow runs of {repo}; titles come from commit messages")
         )
 
-    @toolset.tool(title="List workflow jobs", read_only=True, open_world=True)
+    @toolset.tool(title="List workflow jobs", read_only=True, open_world=True, reads=IN_REPO)
     def list_workflow_jobs(
         repo: RepoName,
         run_id: Number,
@@ -161,7 +167,7 @@ def actions_toolset(api: GitHubApi) -> Toolset:
             fenced_lines(lines, f"jobs of run {run_id}")
         )
 
-    @toolset.tool(title="Get job log", read_only=True, open_world=True, budget=LOG_BYTES + 2_000)
+    @toolset.tool(title="Get job log", read_only=True, open_world=True, budget=LOG_BYTES + 2_000, reads=IN_REPO)
     def get_job_log(
         repo: RepoName,
         job_id: Number,

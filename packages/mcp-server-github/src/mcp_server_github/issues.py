@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypedDict
 
 from mcp_server_core import Cursor, InvalidArgument, Limit, Toolset, Untrusted
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi, required
+from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.search import search_page
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
+    IN_REPO,
     ROOM,
+    SEARCHED,
     Item,
     Listing,
     NonEmpty,
@@ -34,6 +38,8 @@ from mcp_server_github.shapes import (
     split_repo,
     untrusted,
     weigh,
+    withheld_line,
+    withheld_of,
 )
 
 State = Literal["open", "closed", "all"]
@@ -49,6 +55,7 @@ class IssueSummary(TypedDict, total=False):
     labels: list[Untrusted]
     comments: int
     updated: str
+    withheld: str
 
 
 class Comment(TypedDict, total=False):
@@ -57,6 +64,7 @@ class Comment(TypedDict, total=False):
     role: str
     created: str
     body: str
+    withheld: str
 
 
 def issue_summary(issue: dict[str, Any]) -> IssueSummary:
@@ -70,6 +78,7 @@ def issue_summary(issue: dict[str, Any]) -> IssueSummary:
             labels=labels_of(issue),
             comments=issue.get("comments") or 0,
             updated=day(issue.get("updated_at")) or "",
+            withheld=withheld_of(issue),
         )
     )
 
@@ -78,8 +87,13 @@ def issue_line(summary: IssueSummary) -> str:
     kind = " PR" if summary.get("kind") == "pr" else ""
     labels = f" [{names(summary['labels'])}]" if summary.get("labels") else ""
     repo = f"{summary['repo']}" if "repo" in summary else ""
+    title = (
+        f"[title withheld by lockdown: {summary['withheld']}]"
+        if summary.get("withheld")
+        else said(summary.get("title"), "")
+    )
     return (
-        f"{repo}#{summary.get('number')}{kind} {said(summary.get('state'))} {said(summary.get('title'), '')}{labels}"
+        f"{repo}#{summary.get('number')}{kind} {said(summary.get('state'))} {title}{labels}"
         f" by {summary.get('author')}, {summary.get('comments', 0)} comments, updated {said(summary.get('updated'))}"
     )
 
@@ -92,6 +106,7 @@ def comment_shape(comment: dict[str, Any]) -> Comment:
             role=role_of(comment),
             created=str(comment.get("created_at") or ""),
             body=clean_text(comment.get("body"), COMMENT_CHARS),
+            withheld=withheld_of(comment),
         )
     )
 
@@ -99,9 +114,8 @@ def comment_shape(comment: dict[str, Any]) -> Comment:
 def render_comment(comment: dict[str, Any]) -> str:
     # The answer's first line names the issue, and no tool takes a comment's id (it stays in the structured
     # content): the label keeps only what tells one comment from another, its date and author.
-    return fenced(
-        comment.get("body"), f"comment of {said(day(comment.get('created_at')))}", comment, limit=COMMENT_CHARS
-    )
+    what = f"comment of {said(day(comment.get('created_at')))}"
+    return withheld_line(comment, what) or fenced(comment.get("body"), what, comment, limit=COMMENT_CHARS)
 
 
 class IssueDetail(IssueSummary, total=False):
@@ -128,10 +142,14 @@ def label_line(label: Label) -> str:
     return f"{label.get('name')}" + (f": {label['description']}" if label.get("description") else "")
 
 
+def hit_repo(issue: Mapping[str, Any]) -> str:
+    """The repository of an issue a search found, named by GitHub's `repository_url`."""
+    return str(issue.get("repository_url", "")).split("/repos/")[-1]
+
+
 def hit_summary(issue: dict[str, Any]) -> IssueSummary:
-    """An issue found by a search, with its repository (named by GitHub's `repository_url`)."""
-    repo = str(issue.get("repository_url", "")).split("/repos/")[-1]
-    return IssueSummary(repo=Untrusted(repo), **issue_summary(issue))
+    """An issue found by a search, with its repository."""
+    return IssueSummary(repo=Untrusted(hit_repo(issue)), **issue_summary(issue))
 
 
 def comment_cost(comment: Any) -> int:
@@ -148,10 +166,10 @@ def update_given_fields(api: GitHubApi, path: str, where: str, fields: dict[str,
     return f"Updated {where} ({', '.join(changes)}); it is {state}: {said(updated.get('html_url'), 'no link given')}"
 
 
-def issues_toolset(api: GitHubApi) -> Toolset:
+def issues_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
     toolset = Toolset("issues", "Read, search, create and update issues and their comments")
 
-    @toolset.tool(title="List issues", read_only=True, open_world=True)
+    @toolset.tool(title="List issues", read_only=True, open_world=True, reads=IN_REPO)
     def list_issues(
         repo: RepoName,
         state: State = "open",
@@ -173,11 +191,11 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             weight=weigh(issue_summary, issue_line),
             budget=ROOM,
         )
-        items = [issue_summary(i) for i in page.items]
+        items = [issue_summary(i) for i in lockdown.scrub_all(page.items, repo)]
         text = fenced_lines([issue_line(i) for i in items], f"issues of {repo}; titles written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Get issue", read_only=True, open_world=True)
+    @toolset.tool(title="Get issue", read_only=True, open_world=True, reads=IN_REPO)
     def get_issue(
         repo: RepoName,
         number: Number,
@@ -186,7 +204,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
     ) -> Item:
         """Use to read one issue or pull request conversation with its comments."""
         where = f"{repo}#{number}"
-        issue = api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}")
+        issue = lockdown.scrub(api.get(f"/repos/{repo}/issues/{number}", what=f"issue {where}"), repo)
         summary = issue_summary(issue)
         item = IssueDetail(
             **summary,
@@ -221,13 +239,13 @@ def issues_toolset(api: GitHubApi) -> Toolset:
                 weight=comment_cost,
                 budget=ROOM - cost(opening, item),
             )
-            comments, next_cursor = page.items, page.next_cursor
+            comments, next_cursor = lockdown.scrub_all(page.items, repo), page.next_cursor
         parts = [opening, *(render_comment(c) for c in comments)]
         return Item(item=item, parts=[comment_shape(c) for c in comments] or None, next_cursor=next_cursor).with_text(
             "\n".join(parts)
         )
 
-    @toolset.tool(title="Search issues", read_only=True, open_world=True)
+    @toolset.tool(title="Search issues", read_only=True, open_world=True, reads=SEARCHED)
     def search_issues(
         query: Annotated[str, Field(description="GitHub search syntax, e.g. 'repo:o/r is:open label:bug crash'")],
         limit: Annotated[Limit, Field(le=100)] = 30,
@@ -242,7 +260,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         )
         items = []
         for issue in page.items:
-            summary = hit_summary(issue)
+            summary = hit_summary(lockdown.scrub(issue, hit_repo(issue)))
             if api.allow.allows(*split_repo(summary["repo"].raw)):  # narrowed; this holds even if GitHub widened it
                 items.append(summary)
         lines = [issue_line(i) for i in items]
@@ -256,7 +274,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         text = f"{count}\n" + fenced_lines(lines, "search results; titles written by others")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Create issue", read_only=False, open_world=True)
+    @toolset.tool(title="Create issue", read_only=False, open_world=True, writes=IN_REPO)
     def create_issue(
         repo: RepoName,
         title: Annotated[NonEmpty, Field(max_length=256)],
@@ -274,7 +292,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         number = required(created, "number", what=f"creating an issue in {repo}", applied=True)
         return f"Created {repo}#{said(number)}: {said(created.get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True)
+    @toolset.tool(title="Update issue", read_only=False, open_world=True, idempotent=True, writes=IN_REPO)
     def update_issue(
         repo: RepoName,
         number: Number,
@@ -298,7 +316,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
             api, f"/repos/{repo}/issues/{number}", f"{repo}#{number}", fields, hint="title, body, state, labels"
         )
 
-    @toolset.tool(title="Comment on issue", read_only=False, open_world=True)
+    @toolset.tool(title="Comment on issue", read_only=False, open_world=True, writes=IN_REPO)
     def add_issue_comment(repo: RepoName, number: Number, body: NonEmpty) -> str:
         """Use to comment on an issue or pull request's conversation."""
         created = api.request(
@@ -309,7 +327,7 @@ def issues_toolset(api: GitHubApi) -> Toolset:
         ).data
         return f"Commented on {repo}#{number}: {said((created or {}).get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="List labels", read_only=True, open_world=True)
+    @toolset.tool(title="List labels", read_only=True, open_world=True, reads=IN_REPO)
     def list_labels(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
         """Use to see which labels a repository has before labelling an issue."""
         page = api.page(

@@ -20,8 +20,10 @@ from pydantic import BaseModel, Field
 from mcp_server_github.client import PER_PAGE_MAX, GitHubApi, required
 from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.issues import State, update_given_fields
+from mcp_server_github.lockdown import Lockdown
 from mcp_server_github.shapes import (
     COMMENT_CHARS,
+    IN_REPO,
     ROOM,
     Item,
     Listing,
@@ -44,6 +46,8 @@ from mcp_server_github.shapes import (
     said,
     untrusted,
     weigh,
+    withheld_line,
+    withheld_of,
 )
 
 
@@ -64,6 +68,7 @@ class PullSummary(TypedDict, total=False):
     base: Untrusted
     labels: list[Untrusted]
     updated: str
+    withheld: str
 
 
 class PullDetail(PullSummary, total=False):
@@ -95,6 +100,7 @@ class Review(TypedDict, total=False):
     state: Untrusted
     submitted: str
     body: str
+    withheld: str
 
 
 class LineComment(TypedDict, total=False):
@@ -105,6 +111,7 @@ class LineComment(TypedDict, total=False):
     line: int
     in_reply_to: int | None
     body: str
+    withheld: str
 
 
 class Check(TypedDict, total=False):
@@ -131,14 +138,16 @@ def pr_summary(pr: dict[str, Any]) -> PullSummary:
             base=untrusted(pr, "base", "ref"),
             labels=labels_of(pr),
             updated=day(pr.get("updated_at")) or "",
+            withheld=withheld_of(pr),
         )
     )
 
 
 def pr_line(s: PullSummary) -> str:
     draft = " draft" if s.get("draft") else ""
+    title = f"[title withheld by lockdown: {s['withheld']}]" if s.get("withheld") else said(s.get("title"), "")
     return (
-        f"#{s.get('number')} {said(s.get('state'))}{draft} {said(s.get('title'), '')} ({said(s.get('head'))} ->"
+        f"#{s.get('number')} {said(s.get('state'))}{draft} {title} ({said(s.get('head'))} ->"
         f" {said(s.get('base'))}) by {s.get('author')}, updated {said(s.get('updated'))}"
     )
 
@@ -169,6 +178,7 @@ def review_shape(r: dict[str, Any]) -> Review:
             state=untrusted(r, "state"),
             submitted=day(r.get("submitted_at")) or "",
             body=clean_text(r.get("body"), COMMENT_CHARS),
+            withheld=withheld_of(r),
         )
     )
 
@@ -178,8 +188,12 @@ def review_text(r: dict[str, Any], where: str) -> str:
         f"{said(untrusted(r, 'state'))} by {login_of(r)} ({role_of(r)})"
         + (f" on {day(r.get('submitted_at'))}" if r.get("submitted_at") else " (pending)")
         + (
-            "\n" + fenced(r.get("body"), f"review {said(r.get('id'))} on {where}", r, limit=COMMENT_CHARS)
-            if r.get("body")
+            "\n"
+            + (
+                withheld_line(r, f"review {said(r.get('id'))} on {where}")
+                or fenced(r.get("body"), f"review {said(r.get('id'))} on {where}", r, limit=COMMENT_CHARS)
+            )
+            if r.get("body") or withheld_of(r)
             else ""
         )
     )
@@ -199,19 +213,18 @@ def line_comment_shape(c: dict[str, Any]) -> LineComment:
             line=c.get("line") or c.get("original_line") or 0,
             in_reply_to=number_of(c.get("in_reply_to_id")) or None,
             body=clean_text(c.get("body"), COMMENT_CHARS),
+            withheld=withheld_of(c),
         )
     )
 
 
 def line_comment_text(c: dict[str, Any], where: str) -> str:
     # The path is someone's file name: in the label only as its one-line form, so it cannot close the label.
-    return fenced(
-        c.get("body"),
+    what = (
         f"comment {said(c.get('id'))} on {untrusted(c, 'path')}"
-        f" line {said(c.get('line') or c.get('original_line'), '(outdated)')} of {where}",
-        c,
-        limit=COMMENT_CHARS,
+        f" line {said(c.get('line') or c.get('original_line'), '(outdated)')} of {where}"
     )
+    return withheld_line(c, what) or fenced(c.get("body"), what, c, limit=COMMENT_CHARS)
 
 
 def status_shape(s: dict[str, Any]) -> Check:
@@ -234,10 +247,10 @@ def check_line(p: Check) -> str:
     return f"{said(p.get('state'))} {p.get('name')}" + (f": {p['description']}" if p.get("description") else "")
 
 
-def pulls_toolset(api: GitHubApi) -> Toolset:
+def pulls_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
     toolset = Toolset("pull_requests", "Read, review, create, update and merge pull requests", default=False)
 
-    @toolset.tool(title="List pull requests", read_only=True, open_world=True)
+    @toolset.tool(title="List pull requests", read_only=True, open_world=True, reads=IN_REPO)
     def list_pull_requests(
         repo: RepoName,
         state: State = "open",
@@ -257,11 +270,11 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             weight=weigh(pr_summary, pr_line),
             budget=ROOM,
         )
-        items = [pr_summary(p) for p in page.items]
+        items = [pr_summary(p) for p in lockdown.scrub_all(page.items, repo)]
         text = fenced_lines([pr_line(i) for i in items], f"pull requests of {repo}; titles written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Get pull request", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request(
         repo: RepoName,
         number: Number,
@@ -270,7 +283,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
     ) -> Item:
         """Use to read one pull request: description, branches, mergeability and the files it changes."""
         where = f"{repo}#{number}"
-        pr = api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {where}")
+        pr = lockdown.scrub(api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {where}"), repo)
         item = compact(
             PullDetail(
                 **pr_summary(pr),
@@ -307,7 +320,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         listing = fenced_lines([file_line(f) for f in files], "files changed")
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{opening}\n{listing}")
 
-    @toolset.tool(title="Get pull request diff", read_only=True, open_world=True, budget=14_000)
+    @toolset.tool(title="Get pull request diff", read_only=True, open_world=True, budget=14_000, reads=IN_REPO)
     def get_pull_request_diff(
         repo: RepoName,
         number: Number,
@@ -321,7 +334,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         )
         return Diff(diff=text, next_cursor=next_cursor)
 
-    @toolset.tool(title="Get pull request reviews", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request reviews", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request_reviews(
         repo: RepoName,
         number: Number,
@@ -349,7 +362,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
                 weight=lambda r: review_cost(r, where),
                 budget=ROOM // 2,
             )
-            reviews = review_page.items
+            reviews = lockdown.scrub_all(review_page.items, repo)
             left -= sum(review_cost(r, where) for r in reviews)
             if review_page.next_cursor:
                 next_cursor = encode_cursor({"phase": "reviews", "inner": review_page.next_cursor}, scope=where)
@@ -364,7 +377,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
                 weight=lambda c: cost(line_comment_text(c, where) + "\n", line_comment_shape(c)),
                 budget=left,
             )
-            comments = page.items
+            comments = lockdown.scrub_all(page.items, repo)
             if page.next_cursor:
                 next_cursor = encode_cursor({"phase": "comments", "inner": page.next_cursor}, scope=where)
         parts = [review_text(r, where) for r in reviews] + [line_comment_text(c, where) for c in comments]
@@ -374,7 +387,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             next_cursor=next_cursor,
         ).with_text("\n".join(parts) or f"{where} has no reviews yet.")
 
-    @toolset.tool(title="Get pull request status", read_only=True, open_world=True)
+    @toolset.tool(title="Get pull request status", read_only=True, open_world=True, reads=IN_REPO)
     def get_pull_request_status(repo: RepoName, number: Number) -> Item:
         """Use to see whether a pull request's checks and statuses pass on its head commit."""
         pr = api.get(f"/repos/{repo}/pulls/{number}", what=f"pull request {repo}#{number}")
@@ -401,7 +414,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             lines.append(f"({len(ordered) - shown} more checks not shown; the counts above include them)")
         return Item(item=item, parts=ordered[:shown]).with_text("\n".join(lines))
 
-    @toolset.tool(title="Create pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Create pull request", read_only=False, open_world=True, writes=IN_REPO)
     def create_pull_request(
         repo: RepoName,
         title: NonEmpty,
@@ -420,7 +433,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         number = required(created, "number", what=f"opening a pull request in {repo}", applied=True)
         return f"Opened {repo}#{said(number)}: {said(created.get('html_url'), 'no link given')}"
 
-    @toolset.tool(title="Update pull request", read_only=False, open_world=True, idempotent=True)
+    @toolset.tool(title="Update pull request", read_only=False, open_world=True, idempotent=True, writes=IN_REPO)
     def update_pull_request(
         repo: RepoName,
         number: Number,
@@ -435,7 +448,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
             api, f"/repos/{repo}/pulls/{number}", f"{repo}#{number}", fields, hint="title, body, state, base"
         )
 
-    @toolset.tool(title="Merge pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Merge pull request", read_only=False, open_world=True, writes=IN_REPO)
     def merge_pull_request(
         repo: RepoName,
         number: Number,
@@ -461,7 +474,7 @@ def pulls_toolset(api: GitHubApi) -> Toolset:
         sha = required(merged, "sha", what=f"merging {repo}#{number}", applied=True)
         return f"Merged {repo}#{number} by {method}: {said(sha)}"
 
-    @toolset.tool(title="Review pull request", read_only=False, open_world=True)
+    @toolset.tool(title="Review pull request", read_only=False, open_world=True, writes=IN_REPO)
     def review_pull_request(
         repo: RepoName,
         number: Number,

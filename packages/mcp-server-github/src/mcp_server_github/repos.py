@@ -33,6 +33,7 @@ from mcp_server_github.diffs import DIFF_PAGE_BYTES, Diff, DiffBytes, diff_page
 from mcp_server_github.pulls import file_line, file_shape
 from mcp_server_github.shapes import (
     BODY_CHARS,
+    IN_REPO,
     ROOM,
     Item,
     Listing,
@@ -231,7 +232,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         default=False,
     )
 
-    @toolset.tool(title="Get file contents", read_only=True, open_world=True, budget=FILE_BYTES + 2_000)
+    @toolset.tool(title="Get file contents", read_only=True, open_world=True, budget=FILE_BYTES + 2_000, reads=IN_REPO)
     def get_file_contents(
         repo: RepoName,
         path: Annotated[str, Field(description="file or directory")] = "",
@@ -297,7 +298,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         return result
 
-    @toolset.tool(title="Get repository tree", read_only=True, open_world=True)
+    @toolset.tool(title="Get repository tree", read_only=True, open_world=True, reads=IN_REPO)
     def get_repository_tree(
         repo: RepoName,
         ref: Ref = None,
@@ -328,7 +329,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             items=page, next_cursor=encode_cursor({"offset": end}, scope=scope) if end < len(entries) else None
         ).with_text(text)
 
-    @toolset.tool(title="List branches", read_only=True, open_world=True)
+    @toolset.tool(title="List branches", read_only=True, open_world=True, reads=IN_REPO)
     def list_branches(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
         """Use to see a repository's branches and the commit each points at."""
         page = api.page(
@@ -344,7 +345,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         lines = [ref_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(fenced_lines(lines, f"branches of {repo}"))
 
-    @toolset.tool(title="List tags", read_only=True, open_world=True)
+    @toolset.tool(title="List tags", read_only=True, open_world=True, reads=IN_REPO)
     def list_tags(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 100, cursor: Cursor = None) -> Listing:
         """Use to see a repository's tags and the commit each points at."""
         page = api.page(
@@ -360,7 +361,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         lines = [ref_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(fenced_lines(lines, f"tags of {repo}"))
 
-    @toolset.tool(title="List commits", read_only=True, open_world=True)
+    @toolset.tool(title="List commits", read_only=True, open_world=True, reads=IN_REPO)
     def list_commits(
         repo: RepoName,
         ref: Ref = None,
@@ -385,7 +386,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         text = fenced_lines([commit_line(c) for c in items], f"commits of {repo}; messages written by their authors")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Get commit", read_only=True, open_world=True)
+    @toolset.tool(title="Get commit", read_only=True, open_world=True, reads=IN_REPO)
     def get_commit(
         repo: RepoName,
         sha: Annotated[str, Field(description="commit sha, branch or tag")],
@@ -438,7 +439,9 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             limit_chars //= 2  # a message of quotes or tabs costs twice its length in JSON
         return Item(item=item, parts=files, next_cursor=page.next_cursor).with_text(f"{head}\n{message}\n{listing}")
 
-    @toolset.tool(title="Get commit diff", read_only=True, open_world=True, budget=DIFF_PAGE_BYTES + 2_000)
+    @toolset.tool(
+        title="Get commit diff", read_only=True, open_world=True, budget=DIFF_PAGE_BYTES + 2_000, reads=IN_REPO
+    )
     def get_commit_diff(
         repo: RepoName,
         sha: Annotated[str, Field(description="a commit, or base...head to compare two refs")],
@@ -455,7 +458,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         text, next_cursor = diff_page(api, path, f"diff of {repo}@{Untrusted(sha)}", file, limit, cursor)
         return Diff(diff=text, next_cursor=next_cursor)
 
-    @toolset.tool(title="Compare commits", read_only=True, open_world=True)
+    @toolset.tool(title="Compare commits", read_only=True, open_world=True, reads=IN_REPO)
     def compare_commits(
         repo: RepoName,
         base: str,
@@ -503,7 +506,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
             "\n".join(p for p in (head_line, listed, listing) if p)
         )
 
-    @toolset.tool(title="List releases", read_only=True, open_world=True)
+    @toolset.tool(title="List releases", read_only=True, open_world=True, reads=IN_REPO)
     def list_releases(repo: RepoName, limit: Annotated[Limit, Field(le=100)] = 10, cursor: Cursor = None) -> Listing:
         """Use to see a repository's releases, newest first, with their notes."""
         page = api.page(
@@ -522,7 +525,14 @@ def repos_toolset(api: GitHubApi) -> Toolset:
 
     # --- writes ------------------------------------------------------------------------------------------
 
-    @toolset.tool(title="Create or update file", read_only=False, open_world=True, destructive=True, idempotent=True)
+    @toolset.tool(
+        title="Create or update file",
+        read_only=False,
+        open_world=True,
+        destructive=True,
+        idempotent=True,
+        writes=IN_REPO,
+    )
     def create_or_update_file(
         repo: RepoName,
         path: NonEmpty,
@@ -550,7 +560,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         link = said(commit.get("html_url"), "no link given")
         return f"{'Updated' if sha else 'Created'} {Untrusted(path)} in commit {said(written)}: {link}"
 
-    @toolset.tool(title="Delete file", read_only=False, open_world=True, destructive=True)
+    @toolset.tool(title="Delete file", read_only=False, open_world=True, destructive=True, writes=IN_REPO)
     def delete_file(
         repo: RepoName,
         path: NonEmpty,
@@ -568,7 +578,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         deleted_in = required(result, "commit", "sha", what=f"deleting {repo}:{Untrusted(path)}", applied=True)
         return f"Deleted {Untrusted(path)} in commit {said(deleted_in)}"
 
-    @toolset.tool(title="Push files", read_only=False, open_world=True, destructive=True)
+    @toolset.tool(title="Push files", read_only=False, open_world=True, destructive=True, writes=IN_REPO)
     def push_files(
         repo: RepoName,
         branch: str,
@@ -625,7 +635,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         return f"Pushed {said(new_commit)} to {Untrusted(branch)}: {len(files)} written, {len(delete)} deleted."
 
-    @toolset.tool(title="Create branch", read_only=False, open_world=True)
+    @toolset.tool(title="Create branch", read_only=False, open_world=True, writes=IN_REPO)
     def create_branch(
         repo: RepoName,
         branch: NonEmpty,
@@ -655,7 +665,7 @@ def repos_toolset(api: GitHubApi) -> Toolset:
         )
         return f"Created branch {Untrusted(branch)} at {said(str(sha)[:7])} (from {Untrusted(source)})."
 
-    @toolset.tool(title="Fork repository", read_only=False, open_world=True)
+    @toolset.tool(title="Fork repository", read_only=False, open_world=True, writes=IN_REPO)
     def fork_repository(
         repo: RepoName,
         organization: Annotated[

@@ -11,6 +11,7 @@ from pydantic import Field
 from mcp_server_github.client import GitHubApi, Page
 from mcp_server_github.shapes import (
     ROOM,
+    SEARCHED,
     Listing,
     NonEmpty,
     compact,
@@ -110,7 +111,7 @@ def user_line(hit: UserHit) -> str:
 def search_toolset(api: GitHubApi) -> Toolset:
     toolset = Toolset("search", "Search code, repositories and users", default=False)
 
-    @toolset.tool(title="Search code", read_only=True, open_world=True)
+    @toolset.tool(title="Search code", read_only=True, open_world=True, reads=SEARCHED)
     def search_code(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find files by content across repositories: 'def main language:python repo:o/r'."""
         query = api.allow.scope_search(query)
@@ -121,7 +122,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
         text = fenced_lines([code_line(i) for i in items], f"code search for {Untrusted(query)}")
         return Listing(items=items, next_cursor=page.next_cursor).with_text(text)
 
-    @toolset.tool(title="Search repositories", read_only=True, open_world=True)
+    @toolset.tool(title="Search repositories", read_only=True, open_world=True, reads=SEARCHED)
     def search_repositories(
         query: Query,
         sort: Literal["best-match", "stars", "forks", "updated"] = "best-match",
@@ -149,7 +150,7 @@ def search_toolset(api: GitHubApi) -> Toolset:
             )
         )
 
-    @toolset.tool(title="Search users", read_only=True, open_world=True)
+    @toolset.tool(title="Search users", read_only=True, open_world=True, reads=SEARCHED)
     def search_users(query: Query, limit: Annotated[Limit, Field(le=100)] = 30, cursor: Cursor = None) -> Listing:
         """Use to find GitHub users or organizations by login, name, location or followers."""
         page = search_page(

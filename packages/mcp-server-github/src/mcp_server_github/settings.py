@@ -41,6 +41,11 @@ class GitHubSettings(ServerSettings):
     # GitHub asks integrators to wait a second between writes to stay clear of the secondary rate limit.
     write_interval_s: float = Field(1.0, ge=0, le=10, description="least seconds between two writes")
 
+    lockdown: bool = Field(
+        False,
+        description="in public repositories, withhold titles and bodies by authors without push access (lockdown.py)",
+    )
+
     @field_validator("repos", mode="before")
     @classmethod
     def _split_repos(cls, value: object) -> object:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Self, TypeVar, cast
 
 from mcp_server_core import DEFAULT_BUDGET, Rendered, take_within_budget
 from mcp_server_core.conventions.budget import json_size
+from mcp_server_core.conventions.places import Place
 from mcp_server_core.conventions.untrusted import Cleaned, Untrusted, clean, fence, one_line
 from pydantic import AfterValidator, Field, PlainSerializer, PrivateAttr
 
@@ -53,6 +54,24 @@ Number = Annotated[int, AfterValidator(_positive)]
 NonEmpty = Annotated[str, AfterValidator(_not_empty)]
 BODY_CHARS = 6_000
 COMMENT_CHARS = 3_000
+
+
+def IN_REPO(arguments: Mapping[str, Any]) -> Place | None:  # noqa: N802 - read as a constant where tools declare it
+    """The repository a call reads or writes (`repo`), for the confirmation of cross writes (the helpers'
+    flows.py): GitHub's names are case-insensitive, so `Acme/Public` and `acme/public` are one place."""
+    repo = arguments.get("repo")
+    if repo is None:
+        return None
+    given = repo if isinstance(repo, str) else repr(repo)
+    return Place("repository", given.casefold(), given)
+
+
+SEARCH_RESULTS = Place("search results", "github", "from GitHub")
+
+
+def SEARCHED(_arguments: Mapping[str, Any]) -> Place:  # noqa: N802 - read as a constant where tools declare it
+    """What a search read: hits from any repository the token sees, so no write target is ever the same place."""
+    return SEARCH_RESULTS
 
 
 def split_repo(repo: str) -> tuple[str, str]:
@@ -233,7 +252,30 @@ def fenced(
 def fenced_title_and_body(thing: Mapping[str, Any]) -> str:
     """An issue's or pull request's title and body, fenced together as written by its author (the line above
     the fence names the issue or pull request; its link, which a model can build, is in the structured content)."""
-    return fenced(f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing)
+    return withheld_line(thing, "title and body") or fenced(
+        f"{thing.get('title') or ''}\n\n{thing.get('body') or ''}", "title and body", thing
+    )
+
+
+WITHHELD = "withheld_by_lockdown"
+"""The key lockdown.py adds to an item of GitHub's JSON whose text it withheld: the author's standing, in words."""
+
+
+def withheld_line(thing: Mapping[str, Any], what: str) -> str | None:
+    """The server's own line in place of a text lockdown withheld (`what`: "title and body", "comment of
+    2026-11-30"), or None when it was not withheld: the model learns that something was said, and by whom."""
+    standing = thing.get(WITHHELD)
+    if not standing:
+        return None
+    return (
+        f"[{what} withheld by lockdown: written by {login_of(thing)}, {standing}; only text by the repository's "
+        "owners, members and collaborators is shown]"
+    )
+
+
+def withheld_of(thing: Mapping[str, Any]) -> str:
+    """For structured content: the standing of the author whose text was withheld, or "" (left out)."""
+    return str(thing.get(WITHHELD) or "")
 
 
 def fenced_lines(lines: list[str], what: str) -> str:

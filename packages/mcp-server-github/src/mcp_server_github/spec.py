@@ -22,17 +22,19 @@ def github_toolsets(api: GitHubApi, ref: ServerRef) -> list[Toolset]:
     from mcp_server_github.actions import actions_toolset
     from mcp_server_github.context import context_toolset
     from mcp_server_github.issues import issues_toolset
+    from mcp_server_github.lockdown import Lockdown
     from mcp_server_github.pulls import pulls_toolset
     from mcp_server_github.repos import repos_toolset
     from mcp_server_github.search import search_toolset
 
+    lockdown = Lockdown(api, enabled=api.settings.lockdown)
     return [
         context_toolset(api, ref),
-        issues_toolset(api),
-        pulls_toolset(api),
+        issues_toolset(api, lockdown),
+        pulls_toolset(api, lockdown),
         repos_toolset(api),
         search_toolset(api),
-        actions_toolset(api),
+        actions_toolset(api, lockdown),
     ]
 
 
@@ -53,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-url", help="REST API root (default https://api.github.com; Enterprise: https://HOST/api/v3)"
     )
     parser.add_argument("--repos", help="allow-list: owner/name or owner/*, comma-separated (default: any repository)")
+    parser.add_argument(
+        "--lockdown",
+        action="store_const",
+        const=True,
+        help="in public repositories, withhold what authors without push access wrote (issues, PRs, comments)",
+    )
 
 
 SPEC = ServerSpec(

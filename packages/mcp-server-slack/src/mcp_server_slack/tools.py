@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
+import anyio
 from mcp_server_core import (
     Cursor,
     InvalidArgument,
@@ -19,6 +21,7 @@ from mcp_server_core import (
     note_in_answer,
     report_progress,
 )
+from mcp_server_core.conventions.places import Place, PlaceOf
 from mcp_server_core.conventions.tools import unadvertised
 from mcp_server_core.conventions.untrusted import Untrusted, fence, one_line
 from pydantic import Field
@@ -43,6 +46,32 @@ Ts = Annotated[str, Field(pattern=r"^\d{9,11}\.\d{1,6}$", json_schema_extra=unad
 When = Annotated[str | None, Field(max_length=40, json_schema_extra=unadvertised("maxLength"))]
 """A Slack ts, an ISO date or time, or a span back from now (2h, 7d): the tool's description says so once."""
 Name = Annotated[str | None, Field(max_length=200, json_schema_extra=unadvertised("maxLength"))]
+
+
+# --- where a call reads and writes: the confirmation of cross writes (the helpers' flows.py) ---------------
+
+SEARCH_RESULTS = Place("search results", "slack", "from Slack")
+"""What a search read: messages from any channel the token sees, so no channel a post goes to is that place."""
+
+
+def channel_place(directory: Directory, find: Callable[[str], Channel] | None = None) -> PlaceOf:
+    """The channel a call names, by its ID (however the model spelled it: C0123, #general, <#C0123|general>),
+    so that reading #general and posting to C0123 are one place. Resolved in a worker thread (the directory may
+    ask Slack) by `find` (a write's: the write allow-list's check, so a channel it refuses is refused before the
+    user is asked about it); a name that resolves to nothing fails here as the tool itself would."""
+
+    async def declared(arguments: Mapping[str, Any]) -> Place | None:
+        ref = arguments.get("channel")
+        if not isinstance(ref, str):
+            return None
+        found = await anyio.to_thread.run_sync(find or directory.find_channel, ref)
+        return Place("channel", found.id, directory.label(found))
+
+    return declared
+
+
+def _searched(_arguments: Mapping[str, Any]) -> Place:
+    return SEARCH_RESULTS
 
 
 # --- results ---------------------------------------------------------------------------------------------
@@ -269,7 +298,9 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
         found = found[: fit_items(found, _channel_line, LISTING_BYTES)]
         return ChannelList(channels=found, next_cursor=_next_offset(offset, len(found), len(chosen), scope))
 
-    @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
+    in_channel = channel_place(directory)
+
+    @toolset.tool(title="Read messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000, reads=in_channel)
     def read_messages(
         channel: ChannelRef,
         thread_ts: Annotated[
@@ -326,7 +357,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             next_cursor=encode_cursor(next_position, scope=scope) if next_position else None,
         ).of_channel(label)
 
-    @toolset.tool(title="Find users", read_only=True, open_world=True)
+    @toolset.tool(title="Find users", read_only=True, open_world=True, reads=in_channel)
     def list_users(
         query: Name = None,
         channel: Name = None,
@@ -372,7 +403,7 @@ def read_toolset(api: SlackApi, directory: Directory) -> Toolset:
             next_cursor=encode_cursor(after, scope=scope) if after["c"] or "s" in after else None,
         )
 
-    @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000)
+    @toolset.tool(title="Search messages", read_only=True, open_world=True, budget=TEXT_BUDGET + 1_000, reads=_searched)
     def search_messages(
         query: Annotated[
             str,
@@ -479,19 +510,21 @@ def write_toolset(api: SlackApi, directory: Directory, policy: WritePolicy) -> T
         )
         return Posted(channel=f"{directory.label(found)} ({found.id})", ts=str(data.get("ts")), thread_ts=thread_ts)
 
-    @toolset.tool(title="Post message", read_only=False, open_world=True)
+    to_channel = channel_place(directory, policy.check_channel)
+
+    @toolset.tool(title="Post message", read_only=False, open_world=True, writes=to_channel)
     def post_message(channel: ChannelRef, text: MessageText, mention: Mention = None) -> Posted:
         """Post a message to an allowed channel (link previews off)."""
         return post(channel, text, None, mention)
 
-    @toolset.tool(title="Reply in thread", read_only=False, open_world=True)
+    @toolset.tool(title="Reply in thread", read_only=False, open_world=True, writes=to_channel)
     def reply_to_thread(
         channel: ChannelRef, thread_ts: Ts, text: MessageText, also_to_channel: bool = False, mention: Mention = None
     ) -> Posted:
         """Reply in a thread in an allowed channel."""
         return post(channel, text, thread_ts, mention, also_to_channel)
 
-    @toolset.tool(title="Add reaction", read_only=False, open_world=True, idempotent=True)
+    @toolset.tool(title="Add reaction", read_only=False, open_world=True, idempotent=True, writes=to_channel)
     def add_reaction(
         channel: ChannelRef,
         ts: Ts,

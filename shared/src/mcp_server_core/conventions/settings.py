@@ -132,7 +132,15 @@ class ServerSettings(BaseSettings):
         default_factory=list, description="extra Host header values allowed over HTTP, e.g. a gateway's name"
     )
 
-    @field_validator("allowed_origins", "allowed_hosts", "jwt_required_scopes", mode="before")
+    allow_cross_writes: bool = Field(
+        False, description="a write to another place than its session read goes on without asking the user (flows.py)"
+    )
+    allow_writes_to: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="targets a write may reach without asking, comma-separated: repositories, channels, folders",
+    )
+
+    @field_validator("allowed_origins", "allowed_hosts", "jwt_required_scopes", "allow_writes_to", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split_commas(value)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server_core.conventions.budget import cut_text, fit_structure, json_size
 from mcp_server_core.conventions.errors import InvalidArgument, ToolFailure
+from mcp_server_core.conventions.places import PlaceOf
 
 if TYPE_CHECKING:
     import mcp_types
@@ -333,6 +334,11 @@ class ToolDefinition:
     needs_session: bool = False
     """The tool changes what its own session sees (a discovery tool): absent where the transport keeps no
     session (stateless HTTP), since its effect could not outlive the request."""
+    reads: PlaceOf | None = None
+    """Where a call's content comes from (a repository, a channel, a folder): its session remembers it as read
+    (protocol/flows.py)."""
+    writes: PlaceOf | None = None
+    """Where a call's write lands: a write anywhere but the places its session read asks the user first."""
 
     @property
     def description(self) -> str:
@@ -382,15 +388,20 @@ def tool(
     continue_hint: str = "narrow the request or page with cursor to see the rest",
     needs_session: bool = False,
     media_budget: int = 0,
+    reads: PlaceOf | None = None,
+    writes: PlaceOf | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]:
     """Declare a tool with all four annotations; the function's docstring is its description.
 
     `read_only` and `open_world` have no default because both are claims the author must make. `idempotent`
     defaults to `read_only` (reads are idempotent, writes are not unless said so); `destructive` only
-    applies to tools that write.
+    applies to tools that write. `reads` and `writes` name the places a call reads and writes, from its
+    arguments (conventions/places.py): what cross-write confirmation compares.
     """
     if read_only and destructive:
         raise ValueError("a read-only tool cannot be destructive")
+    if read_only and writes is not None:
+        raise ValueError("a read-only tool writes nowhere")
 
     def decorate(fn: Callable[..., Any]) -> ToolDefinition:
         tool_name = name or fn.__name__
@@ -407,6 +418,8 @@ def tool(
             continue_hint=continue_hint,
             needs_session=needs_session,
             media_budget=media_budget,
+            reads=reads,
+            writes=writes,
         )
 
     return decorate

@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Any, TypeVar
 
 import mcp_types
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import (
     DisabledError,
     FastMCPError,
@@ -58,13 +58,14 @@ from mcp_server_core.conventions.errors import (
     did_you_mean,
     redact,
 )
-from mcp_server_core.conventions.tools import DEFAULT_BUDGET, compact_schema
+from mcp_server_core.conventions.tools import DEFAULT_BUDGET, call_context, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure
 from mcp_server_core.operations.health import Readiness
 from mcp_server_core.operations.state import SharedState
 from mcp_server_core.operations.tracing import annotate_call
 from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
+from mcp_server_core.protocol.flows import AskFirst, CrossWrites
 from mcp_server_core.protocol.notifications import ChangeHub
 from mcp_server_core.protocol.progress import start_reporting, stop_reporting
 from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
@@ -136,6 +137,8 @@ class ReferenceServer(FastMCP[Any]):
         self._client_slots: dict[str, _ClientSlots] = {}
         self.shared_state = SharedState(None)
         """Where state shared between hosts lives (`--state-url`); this process's memory by default."""
+        self.flows = CrossWrites()
+        """What each session read, and the confirmation of writes elsewhere (flows.py); the CLI sets what it allows."""
         dynamic = is_dynamic(enabled_toolsets)
         if dynamic and not any(d.name == "enable_toolset" for t in toolsets for d in t.tools):
             discovery = Toolset("discovery", "Find the other toolsets and switch them on")
@@ -204,6 +207,7 @@ class ReferenceServer(FastMCP[Any]):
         sdk.notification_options.resources_changed = False
         sdk.notification_options.prompts_changed = False
         self.toolsets.without_sessions()
+        self.flows.sessions = False  # a principal's requests share one history (flows.py)
 
     # --- handlers fastmcp lacks ------------------------------------------------------------------------------
 
@@ -307,10 +311,21 @@ class ReferenceServer(FastMCP[Any]):
     async def _call_within_limits(
         self, name: str, arguments: dict[str, Any] | None, version: VersionSpec | None
     ) -> ToolResult:
+        definition = self.toolsets.definition(name)
+        declared = definition if definition is not None and (definition.reads or definition.writes) else None
+        context = self._flow_context() if declared is not None else None
         try:
+            # Before the deadline starts: the user may take a while to answer a confirmation (flows.py bounds it).
+            try:
+                reads = await self.flows.guard(declared, arguments or {}, context) if declared is not None else []
+            except AskFirst as ask:  # a 2026-07-28 call: this leg's answer is the question to its user
+                return ask.result()  # type: ignore[no-any-return]
             result = await self._within_deadline(
                 super().call_tool(name, arguments, version=version), lambda: self._call_timed_out(name)
             )
+        except ToolFailure as failure:  # from the guard (a tool's own failures reach here as ToolError)
+            self._failed(name, failure.category)
+            raise ToolError(str(failure)) from failure
         except (NotFoundError, DisabledError) as exc:
             if await self.get_tool(name, version=version) is None:
                 known = [t.name for t in await self.list_tools()]
@@ -337,9 +352,22 @@ class ReferenceServer(FastMCP[Any]):
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
+        await self.flows.record(reads, context)
         result = self._within_budget(name, result)
         annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
         return result
+
+    def _flow_context(self) -> Context | None:
+        """fastmcp's context of the call being served, made here: fastmcp makes its own only inside `call_tool`,
+        after the point where the cross-write guard must decide (and ask)."""
+        existing = call_context()
+        if existing is not None:
+            return existing
+        from fastmcp.server.context import Context
+
+        made = Context(fastmcp=self)
+        # Outside a request (a direct call_tool, as in-process code makes) there is no one to ask.
+        return made if made.request_context is not None else None
 
     def _within_budget(self, name: str, result: ToolResult) -> ToolResult:
         """The last check every answer passes: text and structured content within twice the tool's text budget

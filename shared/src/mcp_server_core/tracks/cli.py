@@ -115,6 +115,13 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     common.add_argument("--jwt-required-scope", dest="jwt_required_scopes", action="append", help="scope JWTs need")
     common.add_argument("--read-only", action="store_const", const=True, help="register no tool that writes")
     common.add_argument("--toolsets", help="comma-separated toolsets, 'all' or 'default'")
+    common.add_argument(
+        "--allow-cross-writes",
+        action="store_const",
+        const=True,
+        help="a write to another place than its session read goes on without asking the user",
+    )
+    common.add_argument("--allow-writes-to", help="targets writes reach without asking: repos, channels, folders")
     common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
     common.add_argument("--audit-log", help="one JSON line per call to 'stderr' or a file (docs/audit.schema.json)")
     common.add_argument(

@@ -310,6 +310,7 @@ def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
     server.max_calls_per_client = settings.max_calls_per_client
     server.max_queued_calls_per_client = settings.max_queued_calls_per_client
     server.audit.include_arguments = settings.audit_arguments
+    server.flows.allow(everywhere=settings.allow_cross_writes, targets=settings.allow_writes_to)
     flush_traces = configure_tracing(server.name, server.version or "")
     if flush_traces is not None:
         server.on_shutdown(flush_traces)

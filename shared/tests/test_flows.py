@@ -1,0 +1,97 @@
+"""The confirmation of cross writes in the helpers (protocol/flows.py): how history is keyed and bounded, and what
+the declarations allow, through a small server of this test's own and fastmcp's Client."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp_server_core import ReferenceServer, Toolset, tool
+from mcp_server_core.conventions.places import Place, place_of
+from mcp_server_core.protocol.flows import LOST_COUNT, MemoryFlowStore
+
+WRITTEN: list[str] = []
+
+
+def shelves() -> Toolset:
+    toolset = Toolset("shelves", "Read and write shelves")
+
+    @toolset.tool(title="Read shelf", read_only=True, open_world=False, reads=place_of("shelf", "shelf"))
+    def read_shelf(shelf: str) -> str:
+        """Read what is on a shelf."""
+        return f"books on {shelf}"
+
+    @toolset.tool(title="Write shelf", read_only=False, open_world=False, writes=place_of("shelf", "shelf"))
+    def write_shelf(shelf: str, text: str) -> str:
+        """Put something on a shelf."""
+        WRITTEN.append(shelf)
+        return "done"
+
+    return toolset
+
+
+def server() -> ReferenceServer:
+    WRITTEN.clear()
+    return ReferenceServer("shelves", version="1", toolsets=[shelves()])
+
+
+async def test_without_sessions_a_principal_has_one_history() -> None:
+    """Stateless HTTP keeps no session: the read of one request must still count for the next one's write."""
+    shared = server()
+    shared.without_sessions()
+    async with Client(shared, mode="legacy") as reader:
+        await reader.call_tool("read_shelf", {"shelf": "private"})
+    async with Client(shared, mode="legacy") as writer:
+        result = await writer.call_tool("write_shelf", {"shelf": "public", "text": "x"}, raise_on_error=False)
+    assert result.is_error
+    assert "after this session read shelf private" in result.content[0].text  # type: ignore[union-attr]
+    assert WRITTEN == []
+
+
+async def test_with_sessions_each_has_its_own() -> None:
+    shared = server()
+    async with Client(shared, mode="legacy") as reader:
+        await reader.call_tool("read_shelf", {"shelf": "private"})
+    async with Client(shared, mode="legacy") as writer:
+        result = await writer.call_tool("write_shelf", {"shelf": "public", "text": "x"})
+    assert not result.is_error
+    assert WRITTEN == ["public"]
+
+
+async def test_a_failed_read_is_not_remembered() -> None:
+    shared = server()
+    async with Client(shared, mode="legacy") as client:
+        failed = await client.call_tool("read_shelf", {"shelf": 3}, raise_on_error=False)  # fails its schema
+        assert failed.is_error
+        result = await client.call_tool("write_shelf", {"shelf": "public", "text": "x"})
+    assert not result.is_error
+
+
+async def test_a_store_that_lost_count_asks_for_every_write() -> None:
+    store = MemoryFlowStore(max_sessions=2, max_places=2)
+    await store.add_sources("a", [Place("shelf", "1"), Place("shelf", "2"), Place("shelf", "3")])
+    assert LOST_COUNT in await store.sources("a")
+    await store.add_sources("b", [Place("shelf", "1")])
+    await store.add_sources("c", [Place("shelf", "1")])
+    assert await store.sources("a") == frozenset()  # the least recently used session is forgotten first
+    assert await store.sources("c") == {Place("shelf", "1")}
+
+
+def test_places_compare_by_key_and_allow_lists_match_key_or_label() -> None:
+    channel = Place("channel", "C0GENERAL", "#general")
+    assert channel == Place("channel", "C0GENERAL", "general")
+    assert channel.named("#General")
+    assert channel.named("C0GENERAL")
+    assert not channel.named("random")
+    assert Place("folder", "/srv/public").named("/srv/public/")
+    assert not Place("folder", "/srv/public").named("/srv")
+
+
+def test_a_read_only_tool_cannot_declare_a_write() -> None:
+    def declared(arguments: Mapping[str, Any]) -> Place:
+        return Place("shelf", "x")
+
+    with pytest.raises(ValueError, match="writes nowhere"):
+        tool(title="Read", read_only=True, open_world=False, writes=declared)
