@@ -37,7 +37,15 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from mcp_server_core.operations.metrics import CallMetrics
 
-__all__ = ["AUDIT_LOGGER", "AuditTrail", "audit_acting_as", "audit_target", "configure_audit_log", "note_failure"]
+__all__ = [
+    "AUDIT_LOGGER",
+    "AuditTrail",
+    "audit_acting_as",
+    "audit_confirmation",
+    "audit_target",
+    "configure_audit_log",
+    "note_failure",
+]
 
 AUDIT_LOGGER = "mcp_server_core.operations.audit"
 AUDITED = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
@@ -57,6 +65,7 @@ class AuditNote:
     timed_out: bool = False
     targets: list[str] = field(default_factory=list)
     acting_as: str | None = None
+    confirmation: str | None = None
 
 
 _note: ContextVar[AuditNote | None] = ContextVar("mcp_server_core_audit_note", default=None)
@@ -74,6 +83,14 @@ def audit_acting_as(identity: str) -> None:
     note = _note.get()
     if note is not None:
         note.acting_as = identity
+
+
+def audit_confirmation(outcome: str) -> None:
+    """Name how the user answered a cross write's confirmation (accepted, declined, cancelled, timed_out,
+    refused_no_elicitation: protocol/flows.py) in its call's audit line."""
+    note = _note.get()
+    if note is not None:
+        note.confirmation = outcome
 
 
 def note_failure(category: str | None = None, *, timed_out: bool = False) -> None:
@@ -199,6 +216,8 @@ class AuditTrail:
             line["targets"] = note.targets
         if note.acting_as is not None:
             line["acting_as"] = redact(note.acting_as)
+        if note.confirmation is not None:
+            line["cross_write_confirmation"] = note.confirmation
         if self.include_arguments:
             line["arguments"] = redact(canonical[:_MAX_ARGUMENT_CHARS])
         logger.info(json.dumps(line, separators=(",", ":"), ensure_ascii=False))

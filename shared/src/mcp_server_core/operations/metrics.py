@@ -8,7 +8,9 @@ What is counted (prometheus-client, text format 0.0.4):
 - `mcp_requests_in_flight{method}`: calls being answered now;
 - `mcp_upstream_failures_total{category}`: isError results whose cause was upstream (unavailable, rate_limited);
 - `mcp_rate_limit_wait_seconds_total{upstream}`: time spent waiting out an upstream's Retry-After;
-- `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason.
+- `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason;
+- `mcp_cross_write_confirmations_total{outcome}`: cross writes put to their user (protocol/flows.py): accepted,
+  declined, cancelled, timed_out, or refused_no_elicitation (a client that cannot be asked).
 
 The outcome is the one the audit trail computes (one SDK middleware observes each call once for both). With
 `--workers N`, prometheus-client's multiprocess mode aggregates every worker: the parent names a fresh folder in
@@ -37,6 +39,7 @@ __all__ = [
     "call_metrics",
     "prepare_for_workers",
     "record_auth_failure",
+    "record_cross_write_confirmation",
     "record_rate_limit_wait",
     "remove_folder",
     "worker_died",
@@ -65,6 +68,9 @@ class CallMetrics:
             "mcp_rate_limit_wait_seconds", "Seconds spent waiting out upstream rate limits", ["upstream"]
         )
         self.auth_failures = Counter("mcp_auth_failures", "Requests refused at the HTTP front", ["reason"])
+        self.cross_write_confirmations = Counter(
+            "mcp_cross_write_confirmations", "Cross writes put to their user, by how it ended", ["outcome"]
+        )
         self._names = _LabelNames()
 
     def started(self, method: str) -> None:
@@ -121,6 +127,12 @@ def record_rate_limit_wait(upstream: str, seconds: float) -> None:
 def record_auth_failure(reason: str) -> None:
     if _metrics:
         _metrics[0].auth_failures.labels(reason).inc()
+
+
+def record_cross_write_confirmation(outcome: str) -> None:
+    """A cross write was put to its user (or could not be): `outcome` is one of the few flows.py names."""
+    if _metrics:
+        _metrics[0].cross_write_confirmations.labels(outcome).inc()
 
 
 def prepare_for_workers() -> str | None:

@@ -19,9 +19,15 @@ names the tool, the sources and the target, sealed by the framework).
 
 What a session read is kept per session on the handshake era and per principal where there is no session to key
 on (the 2026-07-28 era, stateless HTTP): a principal's sessions then share one history, which asks more, never
-less. It lives behind `FlowStore`, so a shared store (Redis) can hold it for many workers; `MemoryFlowStore` is
-bounded (sessions remembered, places per session) and, when full, forgets the least recent session or records
-that it lost count, which makes every later write of that session ask.
+less. It lives behind `FlowStore`: `MemoryFlowStore` is bounded (sessions remembered, places per session) and,
+when full, forgets the least recent session or records that it lost count, which makes every later write of that
+session ask. With `--state-url`, `SharedFlowStore` keeps it in Redis, so a 2026-07-28 client whose requests a
+gateway spreads over hosts is asked on host B about what it read on host A. While Redis is away its history
+cannot be known, so every write asks (or is refused where the client cannot be asked): an outage never lets a
+write pass unasked. What a host records meanwhile is kept in its memory and written to Redis once it answers.
+
+Each confirmation is counted (`mcp_cross_write_confirmations_total{outcome}` on /metrics) and named on its call's
+audit line (`cross_write_confirmation`): accepted, declined, cancelled, timed_out or refused_no_elicitation.
 
 The command-line track has none of this: each command is its own process, run by the user at a shell.
 """
@@ -34,18 +40,23 @@ import inspect
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_server_core.auth.identity import caller
 from mcp_server_core.conventions.errors import Refused, ToolFailure
 from mcp_server_core.conventions.places import Place, PlaceOf, Places
 from mcp_server_core.conventions.tools import ToolDefinition
+from mcp_server_core.operations.audit import audit_confirmation
+from mcp_server_core.operations.metrics import record_cross_write_confirmation
+from mcp_server_core.operations.state import SharedState, StateUnavailable
 
 if TYPE_CHECKING:
     from fastmcp import Context
+    from redis.asyncio import Redis
 
-__all__ = ["CONFIRM_TIMEOUT_S", "AskFirst", "CrossWrites", "FlowStore", "MemoryFlowStore"]
+__all__ = ["CONFIRM_TIMEOUT_S", "AskFirst", "CrossWrites", "FlowStore", "MemoryFlowStore", "SharedFlowStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +136,151 @@ class MemoryFlowStore:
         session.confirmed.setdefault(target, set()).update(sources)
 
 
+STORE_AWAY = Place(
+    "places", "unknown while the shared state store is unreachable", "places this server cannot know now"
+)
+"""Among a session's sources while Redis is away: what it read on other hosts cannot be known, so every write asks."""
+FLUSH_PER_OPERATION = 8
+"""Histories kept here during an outage that each Redis operation sends along, once Redis answers again."""
+FLOW_TTL_S = 86_400.0
+"""How long a history in Redis outlives its last use: a day, or the session idle timeout if longer."""
+
+# Each place at most once (by kind and key, as places compare); past `max` places, the lost-count marker instead.
+_ADD_SOURCES = """
+for i = 5, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then
+    redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+    break
+  end
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+# A target's confirmed sources, merged into what was there; past `max` targets, not remembered (the next asks).
+_ADD_CONFIRMED = """
+local have = redis.call('HGET', KEYS[1], ARGV[3])
+if not have and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+local merged, list = {}, {}
+if have then for _, s in ipairs(cjson.decode(have)) do merged[s] = true end end
+for i = 4, #ARGV do merged[ARGV[i]] = true end
+for s in pairs(merged) do
+  if #list > tonumber(ARGV[1]) then break end
+  table.insert(list, s)
+end
+redis.call('HSET', KEYS[1], ARGV[3], cjson.encode(list))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+class SharedFlowStore:
+    """A `FlowStore` in Redis (`--state-url`), so every host knows what a session or principal read on the others.
+
+    Two hashes per history, under the server's prefix (`mcp:<server>:flows:<digest>:sources` and `:confirmed`;
+    the digest of the principal and session, never the principal itself), each bounded like `MemoryFlowStore`'s
+    (`max_places` places, `max_places` confirmed targets) and expiring `ttl_s` after its last use.
+
+    Redis away (SharedState's circuit: one timeout, then no waiting at all): the sources answered are this host's
+    memory plus `STORE_AWAY`, so every write asks; what was read is kept in memory and written to Redis with the
+    next operation that reaches it, so the other hosts learn it too."""
+
+    def __init__(self, state: SharedState, *, ttl_s: float = FLOW_TTL_S, max_places: int = 256) -> None:
+        self.state = state
+        self.ttl_ms = int(ttl_s * 1000)
+        self.max_places = max_places
+        self.memory = MemoryFlowStore(max_places=max_places)
+        """What this host read and confirmed while Redis was away."""
+        self._unsent: OrderedDict[str, None] = OrderedDict()
+        """Histories with reads in `memory` that Redis has not been told (bounded like memory's sessions)."""
+
+    def _keys(self, key: str) -> tuple[str, str]:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        base = f"{self.state.prefix}flows:{digest}:"
+        return base + "sources", base + "confirmed"
+
+    async def _run(self, operation: Any) -> Any:
+        """`operation(client)` in Redis after sending what an outage kept here; StateUnavailable if Redis fails."""
+        for _ in range(min(len(self._unsent), FLUSH_PER_OPERATION)):  # a few each time: no call waits on them all
+            key = next(iter(self._unsent))
+            await self.state.run(partial(self._send_sources, key=key, places=await self.memory.sources(key)))
+            self._unsent.pop(key, None)
+        return await self.state.run(operation)
+
+    def _send_sources(self, client: Redis, key: str, places: Iterable[Place]) -> Awaitable[Any]:
+        sources, _ = self._keys(key)
+        pairs = [value for place in places for value in (_field(place), place.label)]
+        return client.eval(
+            _ADD_SOURCES, 1, sources, self.max_places, self.ttl_ms, _field(LOST_COUNT), LOST_COUNT.label, *pairs
+        )
+
+    async def sources(self, key: str) -> frozenset[Place]:
+        sources, _ = self._keys(key)
+
+        async def read(client: Redis) -> Any:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(sources)
+                pipe.pexpire(sources, self.ttl_ms)
+                return (await pipe.execute())[0]
+
+        mine = await self.memory.sources(key)
+        try:
+            stored: dict[str, str] = await self._run(read)
+        except StateUnavailable:
+            return mine | {STORE_AWAY}
+        return mine | {_place(name, label) for name, label in stored.items()}
+
+    async def add_sources(self, key: str, places: Iterable[Place]) -> None:
+        places = list(places)
+        try:
+            await self._run(lambda client: self._send_sources(client, key, places))
+        except StateUnavailable:
+            await self.memory.add_sources(key, places)
+            self._unsent[key] = None
+            self._unsent.move_to_end(key)
+            while len(self._unsent) > self.memory.max_sessions:
+                self._unsent.popitem(last=False)
+
+    async def confirmed(self, key: str, target: Place) -> frozenset[Place]:
+        _, confirmed = self._keys(key)
+        mine = await self.memory.confirmed(key, target)
+        try:
+            stored: str | None = await self._run(lambda client: client.hget(confirmed, _field(target)))
+        except StateUnavailable:
+            return mine
+        if not stored:
+            return mine
+        try:
+            names = json.loads(stored)
+        except ValueError:
+            return mine
+        return mine | {_place(name, "") for name in names if isinstance(name, str)}
+
+    async def add_confirmed(self, key: str, target: Place, sources: Iterable[Place]) -> None:
+        _, confirmed = self._keys(key)
+        names = [_field(place) for place in sources]
+        try:
+            await self._run(
+                lambda client: client.eval(
+                    _ADD_CONFIRMED, 1, confirmed, self.max_places, self.ttl_ms, _field(target), *names
+                )
+            )
+        except StateUnavailable:  # the user's answer holds on this host; elsewhere the next such write asks again
+            await self.memory.add_confirmed(key, target, sources)
+
+
+def _field(place: Place) -> str:
+    return json.dumps([place.kind, place.key], separators=(",", ":"))
+
+
+def _place(field: str, label: str) -> Place:
+    try:
+        kind, key = json.loads(field)
+    except (ValueError, TypeError):
+        return LOST_COUNT  # not one this family wrote: count it as lost, so writes ask
+    return Place(str(kind), str(key), label)
+
+
 class CrossWrites:
     """The confirmation of cross writes for one server: `ReferenceServer` calls `guard` before each tool call and
     `record` after each that succeeded."""
@@ -182,6 +338,7 @@ class CrossWrites:
             "--allow-cross-writes (any target), or use a client that can ask you to confirm (MCP elicitation)."
         )
         if ctx is None or not _can_ask(ctx):
+            _count("refused_no_elicitation")
             raise Refused(
                 f"Refused: {what}, and this client cannot ask its user to confirm. Nothing was written.", hint=how
             )
@@ -190,25 +347,41 @@ class CrossWrites:
             "Allow this write?"
         )
         if ctx._is_modern_protocol():
-            accepted = _answer_in_request(ctx, question, _asked(tool, sources, target))
+            outcome = _answer_in_request(ctx, question, _asked(tool, sources, target))
         else:
             try:
                 answer = await asyncio.wait_for(ctx.elicit(question, bool, response_title=ALLOW), CONFIRM_TIMEOUT_S)
             except TimeoutError:
+                _count("timed_out")
                 raise Refused(
                     f"Refused: {what}, and its user did not answer within {CONFIRM_TIMEOUT_S:g} s. Nothing was "
                     "written.",
                     hint=how,
                 ) from None
-            accepted = answer.action == "accept" and getattr(answer, "data", None) is True
-        if accepted:
+            outcome = _outcome(answer.action, getattr(answer, "data", None))
+        _count(outcome)
+        if outcome == "accepted":
             await self.store.add_confirmed(key, target, sources)
             logger.info("cross write confirmed: %s", what)
             return
         raise Refused(
-            f"Refused: {what}, and its user declined. Nothing was written.",
+            f"Refused: {what}, and its user {'cancelled' if outcome == 'cancelled' else 'declined'}. Nothing was "
+            "written.",
             hint="Do not retry unless the user asks for this write.",
         )
+
+
+def _outcome(action: str, value: object) -> str:
+    """What the user answered: accepted only for an accept whose value is yes (an accept of "no" declines)."""
+    if action == "accept":
+        return "accepted" if value is True else "declined"
+    return "cancelled" if action == "cancel" else "declined"
+
+
+def _count(outcome: str) -> None:
+    """One confirmation's outcome, on /metrics and on its call's audit line (the last one, if a call asked twice)."""
+    record_cross_write_confirmation(outcome)
+    audit_confirmation(outcome)
 
 
 ALLOW = "Allow this write"
@@ -236,15 +409,16 @@ def _asked(tool: str, sources: list[Place], target: Place) -> str:
     return hashlib.sha256(question.encode()).hexdigest()
 
 
-def _answer_in_request(ctx: Context, question: str, asked: str) -> bool:
-    """The user's answer carried by this 2026-07-28 request, or `AskFirst` when it carries none for this question."""
+def _answer_in_request(ctx: Context, question: str, asked: str) -> str:
+    """The user's answer carried by this 2026-07-28 request (`_outcome`), or `AskFirst` when it carries none for
+    this question."""
     import mcp_types
     from fastmcp.server.elicitation import parse_elicit_response_type
 
     responses = ctx.input_responses or {}
     answer = responses.get(_ASK_KEY)
     if isinstance(answer, mcp_types.ElicitResult) and ctx.request_state == asked:
-        return answer.action == "accept" and (answer.content or {}).get("value") is True
+        return _outcome(answer.action, (answer.content or {}).get("value"))
     schema = parse_elicit_response_type(bool, response_title=ALLOW).schema
     params = mcp_types.ElicitRequestFormParams(message=question, requested_schema=schema)
     raise AskFirst(

@@ -313,6 +313,8 @@ class ReferenceServer(FastMCP[Any]):
     ) -> ToolResult:
         definition = self.toolsets.definition(name)
         declared = definition if definition is not None and (definition.reads or definition.writes) else None
+        if declared is not None and not await self._callable(name, version):
+            declared = None  # fastmcp answers it as unknown below: no question for a call that cannot run
         context = self._flow_context() if declared is not None else None
         try:
             # Before the deadline starts: the user may take a while to answer a confirmation (flows.py bounds it).
@@ -356,6 +358,16 @@ class ReferenceServer(FastMCP[Any]):
         result = self._within_budget(name, result)
         annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
         return result
+
+    async def _callable(self, name: str, version: VersionSpec | None) -> bool:
+        """Whether this caller may call `name` now: enabled, visible to its session (a toolset it switched on),
+        authorized. Asked before the cross-write guard, which fastmcp's own check would otherwise follow."""
+        if call_context() is not None:
+            return await self.get_tool(name, version=version) is not None
+        from fastmcp.server.context import Context
+
+        async with Context(fastmcp=self):  # current, so the session's visibility rules apply
+            return await self.get_tool(name, version=version) is not None
 
     def _flow_context(self) -> Context | None:
         """fastmcp's context of the call being served, made here: fastmcp makes its own only inside `call_tool`,

@@ -47,6 +47,7 @@ from mcp_server_core.conventions.settings import ServerSettings
 from mcp_server_core.operations.health import add_health_routes
 from mcp_server_core.operations.metrics import add_metrics_route, call_metrics, record_auth_failure
 from mcp_server_core.operations.state import SharedState, StateUnavailable
+from mcp_server_core.protocol.flows import FLOW_TTL_S, SharedFlowStore
 from mcp_server_core.protocol.server import ReferenceServer
 from mcp_server_core.transport.jsonrpc import MessageRefused, error_message, read_message
 
@@ -619,6 +620,8 @@ def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedSta
     # Redis, a principal's choices made on one host are the ones every host serves.
     server._state_storage = shared.key_value(MemoryStore(max_entries_per_collection=MAX_STORED_EVENTS))
     server.changes.shared = shared
+    # What each session or principal read, so a write on one host is asked about a read on another (flows.py).
+    server.flows.store = SharedFlowStore(shared, ttl_s=max(FLOW_TTL_S, settings.session_idle_timeout_s))
     server.toolsets.register_all()
     shared.expose_metrics()
 
