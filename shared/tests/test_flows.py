@@ -3,13 +3,19 @@ the declarations allow, through a small server of this test's own and fastmcp's 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+from mcp.shared.exceptions import MCPError
 from mcp_server_core import ReferenceServer, Toolset, tool
 from mcp_server_core.conventions.places import Place, place_of
+from mcp_server_core.operations.audit import configure_audit_log
+from mcp_server_core.operations.metrics import call_metrics
 from mcp_server_core.protocol.flows import LOST_COUNT, MemoryFlowStore
 
 WRITTEN: list[str] = []
@@ -32,9 +38,21 @@ def shelves() -> Toolset:
     return toolset
 
 
-def server() -> ReferenceServer:
+def server(enabled: str | None = None) -> ReferenceServer:
     WRITTEN.clear()
-    return ReferenceServer("shelves", version="1", toolsets=[shelves()])
+    return ReferenceServer("shelves", version="1", toolsets=[shelves()], enabled_toolsets=enabled)
+
+
+class Asked:
+    """An elicitation handler that gives one answer and remembers every question."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        self.messages: list[str] = []
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.messages.append(message)
+        return ElicitResult(action=self.action, content={"value": True} if self.action == "accept" else None)  # type: ignore[arg-type]
 
 
 async def test_without_sessions_a_principal_has_one_history() -> None:
@@ -95,3 +113,73 @@ def test_a_read_only_tool_cannot_declare_a_write() -> None:
 
     with pytest.raises(ValueError, match="writes nowhere"):
         tool(title="Read", read_only=True, open_world=False, writes=declared)
+
+
+async def test_a_write_tool_the_session_cannot_call_is_unknown_and_asks_nothing() -> None:
+    """The guard follows fastmcp's visibility check: a hidden tool's call is the normal unknown-tool error, and its
+    user is never asked about a write that could not have run."""
+    reading = Toolset("reading", "Peek at shelves")
+
+    @reading.tool(title="Peek at shelf", read_only=True, open_world=False, reads=place_of("shelf", "shelf"))
+    def peek_shelf(shelf: str) -> str:
+        """Peek at a shelf."""
+        return f"books on {shelf}"
+
+    hidden = ReferenceServer("shelves", version="1", toolsets=[reading, shelves()], enabled_toolsets="reading")
+    WRITTEN.clear()
+    asked = Asked("accept")
+    async with Client(hidden, elicitation_handler=asked, mode="legacy") as client:
+        await client.call_tool("peek_shelf", {"shelf": "private"})
+        with pytest.raises(MCPError, match="Unknown tool: 'write_shelf'"):
+            await client.call_tool_mcp("write_shelf", {"shelf": "public", "text": "x"})
+    assert asked.messages == []
+    assert WRITTEN == []
+
+
+def _confirmations(outcome: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value("mcp_cross_write_confirmations_total", {"outcome": outcome}) or 0.0
+
+
+@pytest.mark.parametrize(
+    ("action", "outcome", "written"),
+    [("accept", "accepted", ["public"]), ("decline", "declined", []), ("cancel", "cancelled", [])],
+)
+async def test_each_confirmation_is_counted_and_named_on_its_audit_line(
+    tmp_path: Path, action: str, outcome: str, written: list[str]
+) -> None:
+    call_metrics()  # what the HTTP transport turns on
+    before = _confirmations(outcome)
+    audit = tmp_path / "audit.jsonl"
+    configure_audit_log(str(audit))
+    try:
+        async with Client(server(), elicitation_handler=Asked(action), mode="legacy") as client:
+            await client.call_tool("read_shelf", {"shelf": "private"})
+            await client.call_tool_mcp("write_shelf", {"shelf": "public", "text": "x"})
+    finally:
+        configure_audit_log(None)
+    assert written == WRITTEN
+    assert _confirmations(outcome) == before + 1
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    read, write = lines
+    assert "cross_write_confirmation" not in read
+    assert write["cross_write_confirmation"] == outcome
+    assert write["outcome"] == ("ok" if written else "refused")
+
+
+async def test_a_client_that_cannot_be_asked_is_counted_as_refused(tmp_path: Path) -> None:
+    call_metrics()
+    before = _confirmations("refused_no_elicitation")
+    audit = tmp_path / "audit.jsonl"
+    configure_audit_log(str(audit))
+    try:
+        async with Client(server(), mode="legacy") as client:
+            await client.call_tool("read_shelf", {"shelf": "private"})
+            await client.call_tool_mcp("write_shelf", {"shelf": "public", "text": "x"})
+    finally:
+        configure_audit_log(None)
+    assert WRITTEN == []
+    assert _confirmations("refused_no_elicitation") == before + 1
+    write = json.loads(audit.read_text().splitlines()[-1])
+    assert (write["cross_write_confirmation"], write["outcome"]) == ("refused_no_elicitation", "refused")

@@ -138,3 +138,72 @@ async def test_a_redis_that_never_answers_is_given_up_on_not_waited_for() -> Non
             assert held is None
         assert await state.publish({"kind": "tools", "scope": "x"}) is False
         await state.close()
+
+
+# --- the history of cross writes (protocol/flows.py's SharedFlowStore) --------------------------------------------
+
+
+async def test_what_a_session_read_on_one_host_is_known_on_the_other_bounded_and_expiring(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    from mcp_server_core.conventions.places import Place
+    from mcp_server_core.protocol.flows import LOST_COUNT, SharedFlowStore
+    from redis.asyncio import Redis
+
+    redis_port, _ = redis
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    first, second = SharedState(url, namespace="t"), SharedState(url, namespace="t")
+    on_a, on_b = SharedFlowStore(first, ttl_s=60, max_places=2), SharedFlowStore(second, ttl_s=60, max_places=2)
+    private, public = Place("repository", "acme/private", "acme/private"), Place("repository", "acme/public")
+    await on_a.add_sources("alice@example.com", [private])
+    assert await on_b.sources("alice@example.com") == {private}
+    assert await on_b.sources("bob") == frozenset()
+    await on_b.add_confirmed("alice@example.com", public, [private])
+    assert await on_a.confirmed("alice@example.com", public) == {private}
+    assert await on_a.confirmed("alice@example.com", private) == frozenset()
+
+    # Bounded: past two places, the lost-count marker (every later write asks).
+    await on_a.add_sources("alice@example.com", [Place("repository", "x/1"), Place("repository", "x/2")])
+    assert LOST_COUNT in await on_b.sources("alice@example.com")
+    client = Redis(port=redis_port, decode_responses=True)
+    keys = sorted(await client.keys("*"))
+    assert len(keys) == 2, keys  # what alice read, what she confirmed (nothing for bob, who read nothing)
+    assert all(k.startswith("mcp:t:flows:") for k in keys), keys  # the server's prefix, no principal
+    assert not any("alice" in k for k in keys)
+    expiries = [await client.pttl(k) for k in keys]
+    assert all(0 < ms <= 60_000 for ms in expiries), expiries  # every key expires
+    await client.aclose()
+    for opened in (first, second):
+        await opened.close()
+
+
+async def test_while_redis_is_away_every_write_asks_and_what_was_read_reaches_redis_after(
+    redis: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    from mcp_server_core.conventions.places import Place
+    from mcp_server_core.protocol.flows import STORE_AWAY, SharedFlowStore
+
+    redis_port, process = redis
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    state = SharedState(url, namespace="t", retry_after_s=0.05)
+    store = SharedFlowStore(state, ttl_s=60)
+    assert await store.sources("alice") == frozenset()
+    process.terminate()
+    process.wait(timeout=10)
+
+    # A session that read nothing known: its history cannot be read, so a write must ask (never pass unasked).
+    assert STORE_AWAY in await store.sources("alice")
+    secret = Place("folder", "/srv/private")
+    await store.add_sources("alice", [secret])
+    assert {secret, STORE_AWAY} <= await store.sources("alice")
+
+    with redis_server(redis_port):
+        deadline = time.monotonic() + 10
+        while not await state.check():
+            assert time.monotonic() < deadline, "Redis came back but the state store did not notice"
+            await asyncio.sleep(0.05)
+        assert await store.sources("alice") == {secret}  # the next operation sent what the outage kept here
+        other_host = SharedState(url, namespace="t")
+        assert await SharedFlowStore(other_host, ttl_s=60).sources("alice") == {secret}
+        for opened in (state, other_host):
+            await opened.close()
