@@ -7,7 +7,9 @@ handshake-era sessions by the client's address (ip_hash). What is checked, throu
 - one client's call limit holds across both hosts, and another client's calls are not held by it;
 - a 2026-07-28 client's toolset choice is seen by that client on both hosts and announced on its listen streams on
   both, and no other client sees or hears it;
-- Redis stopped mid-run: every call is still answered, and /readyz and /metrics say the host is degraded.
+- Redis stopped mid-run: every call is still answered, and /readyz and /metrics say the host is degraded;
+- a 2026-07-28 client that read one folder on one host and writes another on the other host is asked (or refused,
+  when it cannot be asked), its answer holds on both hosts, and another principal's writes are not held by it.
 
 Skipped when redis-server or nginx is missing (.ci/run installs both).
 """
@@ -596,3 +598,88 @@ def test_one_host_without_a_state_store_keeps_choices_per_principal_and_announce
         finally:
             own.close()
             other.close()
+
+
+# --- cross writes: one principal's history on every host --------------------------------------------------------
+
+
+def _modern_call(url: str, token: str, params: dict[str, Any], *, can_ask: bool = False) -> dict[str, Any]:
+    with HttpWire(url, token=token) as wire:
+        if can_ask:
+            meta = modern_meta()
+            meta["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {}}
+            params = {**params, "_meta": meta}
+        answer: dict[str, Any] = wire.modern_request("tools/call", params)["result"]
+        return answer
+
+
+def test_a_read_on_one_host_makes_a_write_on_the_other_ask(tmp_path: Path) -> None:
+    """The filesystem server on two hosts sharing Redis, two roots each: what a 2026-07-28 principal (no session,
+    any host) read on the first host is its history on the second, so the cross write is put to its user there."""
+    private, public = tmp_path / "private", tmp_path / "public"
+    private.mkdir()
+    public.mkdir()
+    (private / "keys.txt").write_text("API_KEY=hunter2\n")
+    tokens = tmp_path / "tokens"
+    tokens.write_text("\n".join(TOKENS) + "\n")
+    mine, theirs = TOKENS
+    with contextlib.ExitStack() as stack:
+        redis_port = free_port()
+        stack.enter_context(redis_server(redis_port))
+        argv = python_module(
+            "mcp_server_filesystem",
+            str(private.resolve()),
+            str(public.resolve()),
+            "--no-watch",
+            "--state-url",
+            f"redis://127.0.0.1:{redis_port}/0",
+            "--auth-token-file",
+            str(tokens),
+        )
+        starting = [spawn_http_server(argv), spawn_http_server(argv)]
+        with ThreadPoolExecutor(2) as pool:  # both at once: each takes seconds to start on a busy machine
+            started = [pool.submit(server.__enter__) for server in starting]
+            for server, future in zip(starting, started, strict=True):
+                with contextlib.suppress(Exception):
+                    future.result()
+                    stack.push(server.__exit__)
+        first, second = (future.result()[0] for future in started)
+
+        def write(host: str, token: str, name: str, *, can_ask: bool = False) -> dict[str, Any]:
+            arguments = {"path": str(public / name), "content": "x"}
+            return _modern_call(host, token, {"name": "write_file", "arguments": arguments}, can_ask=can_ask)
+
+        read = _modern_call(first, mine, {"name": "read_file", "arguments": {"path": str(private / "keys.txt")}})
+        assert read["isError"] is False, read
+
+        # A client that cannot be asked is refused on the other host, and nothing is written.
+        refused = write(second, mine, "leak.txt")
+        assert refused["isError"] is True, refused
+        assert f"after this session read folder {private.resolve()}" in refused["content"][0]["text"], refused
+        assert not (public / "leak.txt").exists()
+        # Another principal read nothing: its write is not held by the first one's history.
+        assert write(second, theirs, "theirs.txt")["isError"] is False
+        assert (public / "theirs.txt").read_text() == "x"
+
+        # One that can be asked gets the question, and its answer (on the host that asked) lets the write go on.
+        question = write(second, mine, "confirmed.txt", can_ask=True)
+        assert question.get("resultType") == "input_required", question
+        [(ask_key, ask)] = question["inputRequests"].items()
+        assert f"folder {private.resolve()}" in ask["params"]["message"], ask
+        assert not (public / "confirmed.txt").exists()
+        answered = _modern_call(
+            second,
+            mine,
+            {
+                "name": "write_file",
+                "arguments": {"path": str(public / "confirmed.txt"), "content": "x"},
+                "inputResponses": {ask_key: {"action": "accept", "content": {"value": True}}},
+                "requestState": question["requestState"],
+            },
+            can_ask=True,
+        )
+        assert answered["isError"] is False, answered
+        assert (public / "confirmed.txt").read_text() == "x"
+        # The confirmation is the principal's on every host: the first one does not ask again.
+        assert write(first, mine, "again.txt")["isError"] is False
+        assert (public / "again.txt").read_text() == "x"
