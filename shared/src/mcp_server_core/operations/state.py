@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -240,6 +241,45 @@ class SharedState:
         finally:
             with contextlib.suppress(StateUnavailable):  # the lease expires on its own if Redis is away now
                 await self.run(lambda client: client.zrem(key, member))
+
+    def shared_secret(self, purpose: str) -> bytes | None:
+        """32 random bytes every host of this server shares for `purpose`, made by the first host to ask; None when
+        nothing is shared or Redis does not answer now (the caller then uses one of its own, and says so).
+
+        Asked once, while a host starts, so synchronously, within `timeout_s`. The one key here that does not
+        expire: it is configuration every host must agree on, not state a host leaves behind, and an expiry
+        would split hosts running across it into two keys."""
+        if self.url is None:
+            return None
+        from redis import Redis as SyncRedis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        key = f"{self.prefix}secret:{purpose}"
+        try:
+            client = SyncRedis.from_url(
+                self.url,
+                socket_timeout=self.timeout_s,
+                socket_connect_timeout=self.timeout_s,
+                retry=Retry(NoBackoff(), 0),
+                decode_responses=True,
+            )
+            try:
+                client.set(key, secrets.token_hex(32), nx=True)
+                value = client.get(key)
+            finally:
+                client.close()
+        except Exception as exc:  # any failure of the store: the caller falls back
+            self.failed(exc)
+            return None
+        try:
+            secret = bytes.fromhex(str(value))
+        except ValueError:
+            secret = b""
+        if len(secret) != 32:
+            logger.warning("state store key %s does not hold a 32-byte secret: this host uses its own", key)
+            return None
+        return secret
 
     async def publish(self, message: Mapping[str, Any]) -> bool:
         """Tell every other host (False if it could not be told: Redis away, or nothing shared)."""

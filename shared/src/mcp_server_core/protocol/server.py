@@ -209,6 +209,16 @@ class ReferenceServer(FastMCP[Any]):
         self.toolsets.without_sessions()
         self.flows.sessions = False  # a principal's requests share one history (flows.py)
 
+    def seal_request_state_with(self, key: bytes) -> None:
+        """Seal the request state of 2026-07-28 multi-round-trip calls (a cross write's question, flows.py) with
+        `key`, which every host shares, instead of this process's own: a gateway may send the answer to another
+        host than the one that asked, which could not open the state and would answer -32602."""
+        from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+        sdk = self._mcp_server
+        boundary = RequestStateBoundary(RequestStateSecurity(keys=[key]), default_audience=sdk.name)
+        sdk.middleware = [boundary if isinstance(m, RequestStateBoundary) else m for m in sdk.middleware]
+
     # --- handlers fastmcp lacks ------------------------------------------------------------------------------
 
     def _setup_handlers(self) -> None:

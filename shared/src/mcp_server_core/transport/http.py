@@ -622,6 +622,16 @@ def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedSta
     server.changes.shared = shared
     # What each session or principal read, so a write on one host is asked about a read on another (flows.py).
     server.flows.store = SharedFlowStore(shared, ttl_s=max(FLOW_TTL_S, settings.session_idle_timeout_s))
+    # A 2026-07-28 client answers a confirmation in a second request, which any host may serve: it must be able
+    # to open the request state the asking host sealed.
+    sealing = shared.shared_secret("request-state")
+    if sealing is not None:
+        server.seal_request_state_with(sealing)
+    else:
+        logger.warning(
+            "request state sealed with this host's own key: a 2026-07-28 answer to a confirmation must reach the "
+            "host that asked (the state store did not answer at start)"
+        )
     server.toolsets.register_all()
     shared.expose_metrics()
 
