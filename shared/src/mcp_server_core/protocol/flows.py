@@ -365,8 +365,7 @@ class CrossWrites:
             logger.info("cross write confirmed: %s", what)
             return
         raise Refused(
-            f"Refused: {what}, and its user {'cancelled' if outcome == 'cancelled' else 'declined'}. Nothing was "
-            "written.",
+            f"Refused: {what}, and its user declined. Nothing was written.",
             hint="Do not retry unless the user asks for this write.",
         )
 
