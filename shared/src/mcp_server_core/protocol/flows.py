@@ -136,9 +136,7 @@ class MemoryFlowStore:
         session.confirmed.setdefault(target, set()).update(sources)
 
 
-STORE_AWAY = Place(
-    "places", "unknown while the shared state store is unreachable", "places this server cannot know now"
-)
+STORE_AWAY = Place("places", "unknown: the shared state store is unreachable", "read on other hosts (unknown now)")
 """Among a session's sources while Redis is away: what it read on other hosts cannot be known, so every write asks."""
 FLUSH_PER_OPERATION = 8
 """Histories kept here during an outage that each Redis operation sends along, once Redis answers again."""
@@ -243,9 +241,16 @@ class SharedFlowStore:
 
     async def confirmed(self, key: str, target: Place) -> frozenset[Place]:
         _, confirmed = self._keys(key)
+
+        async def read(client: Redis) -> Any:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hget(confirmed, _field(target))
+                pipe.pexpire(confirmed, self.ttl_ms)
+                return (await pipe.execute())[0]
+
         mine = await self.memory.confirmed(key, target)
         try:
-            stored: str | None = await self._run(lambda client: client.hget(confirmed, _field(target)))
+            stored: str | None = await self._run(read)
         except StateUnavailable:
             return mine
         if not stored:
