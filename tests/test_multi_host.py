@@ -625,7 +625,7 @@ def test_a_read_on_one_host_makes_a_write_on_the_other_ask(tmp_path: Path) -> No
     mine, theirs = TOKENS
     with contextlib.ExitStack() as stack:
         redis_port = free_port()
-        stack.enter_context(redis_server(redis_port))
+        redis = stack.enter_context(redis_server(redis_port))
         argv = python_module(
             "mcp_server_filesystem",
             str(private.resolve()),
@@ -684,3 +684,12 @@ def test_a_read_on_one_host_makes_a_write_on_the_other_ask(tmp_path: Path) -> No
         # The confirmation is the principal's on every host: neither asks again.
         assert write(second, mine, "again.txt")["isError"] is False
         assert (public / "again.txt").read_text() == "x"
+
+        # Redis away: what the other principal read elsewhere cannot be known, so its write asks (here: is refused,
+        # this client cannot be asked) where it went on unasked before. An outage never lets a write through.
+        redis.terminate()
+        redis.wait(timeout=10)
+        during = write(second, theirs, "during.txt")
+        assert during["isError"] is True, during
+        assert "cannot ask its user to confirm" in during["content"][0]["text"], during
+        assert not (public / "during.txt").exists()
