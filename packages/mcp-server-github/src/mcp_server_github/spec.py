@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp_server_core import ServerSpec, Toolset
+from mcp_server_core.tracks.cli import add_upstream_identity_arguments
 
 from mcp_server_github.settings import GitHubSettings
 
@@ -53,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-url", help="REST API root (default https://api.github.com; Enterprise: https://HOST/api/v3)"
     )
     parser.add_argument("--repos", help="allow-list: owner/name or owner/*, comma-separated (default: any repository)")
+    add_upstream_identity_arguments(parser)
+    parser.add_argument(
+        "--web-url", help="with --upstream-identity oauth: GitHub's sign-in host (default: from API URL)"
+    )
 
 
 SPEC = ServerSpec(
