@@ -1,0 +1,197 @@
+"""Each caller acts on GitHub as themselves (`--upstream-identity per-user-token`), over the real protocol on HTTP
+against the fake, judged from the fake's record: whose token each request carried, what each token may see."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp_server_core.auth.identity import token_fingerprint
+from mcp_server_core.testing import HttpWire, spawn_http_server
+
+from fake_github import TOKEN, FakeGitHub, running
+
+ALICE = "ghp_AliceToken0123456789abcdefghijklmnopqrstuv"
+BOB = "ghp_BobToken0123456789abcdefghijklmnopqrstuvwxy"
+READER = "ghp_ReaderToken0123456789abcdefghijklmnopqrs"
+FINE = "github_pat_11FineGrained0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"
+WRITES = {"create_issue", "update_issue", "add_issue_comment", "create_or_update_file", "merge_pull_request"}
+
+
+@contextmanager
+def serving(fake: FakeGitHub, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The server in its own process on HTTP, its stderr and audit lines kept in files under `tmp_path`."""
+    environment = {
+        "MCP_GITHUB_API_URL": fake.url + fake.prefix,
+        "MCP_GITHUB_TOOLSETS": "all",
+        "MCP_GITHUB_WRITE_INTERVAL_S": "0",
+        **(env or {}),
+    }
+    argv = [sys.executable, "-m", "mcp_server_github", *args, "--log-level", "DEBUG"]
+    argv += ["--audit-log", str(tmp_path / "audit.log")]
+    with (tmp_path / "server.log").open("wb") as log, spawn_http_server(argv, env=environment, log=log) as (url, _):
+        yield url
+
+
+def per_user(fake: FakeGitHub, tmp_path: Path, *args: str) -> Any:
+    return serving(fake, tmp_path, "--upstream-identity", "per-user-token", *args)
+
+
+def call(wire: HttpWire, tool: str, **arguments: Any) -> dict[str, Any]:
+    answer = wire.request("tools/call", {"name": tool, "arguments": arguments})
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+def text(result: dict[str, Any]) -> str:
+    return "\n".join(block.get("text", "") for block in result["content"])
+
+
+def tool_names(wire: HttpWire) -> set[str]:
+    return {tool["name"] for tool in wire.request("tools/list")["result"]["tools"]}
+
+
+def carried(fake: FakeGitHub, token: str, method: str | None = None, path: str | None = None) -> list[Any]:
+    return [
+        r
+        for r in fake.requests
+        if fake.token_of(r) == token and (method is None or r.method == method) and (path is None or r.path == path)
+    ]
+
+
+def test_two_users_at_once_each_act_as_themselves(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_token(ALICE, "alice", "repo")
+    fake.add_token(BOB, "bob", "repo")
+    results: dict[str, list[str]] = {}
+    start = threading.Barrier(2)
+
+    def act(token: str, who: str) -> None:
+        with HttpWire(url, token=token) as wire:
+            wire.initialize()
+            start.wait(timeout=30)
+            said = [text(call(wire, "get_me"))]
+            for n in range(3):
+                said.append(text(call(wire, "create_issue", repo="acme/widgets", title=f"{who} {n}")))
+                said.append(text(call(wire, "list_issues", repo="acme/widgets", limit=5)))
+            results[who] = said
+
+    with per_user(fake, tmp_path) as url:
+        threads = [threading.Thread(target=act, args=(t, w)) for t, w in ((ALICE, "alice"), (BOB, "bob"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert set(results) == {"alice", "bob"}
+    assert "Signed in as alice" in results["alice"][0] and "Signed in as bob" in results["bob"][0]
+    # Each issue was written with its author's own token, and GitHub recorded that author.
+    for token, who in ((ALICE, "alice"), (BOB, "bob")):
+        posts = carried(fake, token, "POST", "/repos/acme/widgets/issues")
+        assert sorted(p.body["title"] for p in posts) == [f"{who} 0", f"{who} 1", f"{who} 2"]
+    issues = {i["title"]: i["user"]["login"] for i in fake.repos["acme/widgets"].issues.values()}
+    assert {title: login for title, login in issues.items() if title.startswith(("alice ", "bob "))} == {
+        f"{who} {n}": who for who in ("alice", "bob") for n in range(3)
+    }
+    # No request went out as anyone else, nor without a token.
+    assert {fake.token_of(r) for r in fake.requests} == {ALICE, BOB}
+    # The cost of knowing the caller: one GET /user per token for the verdict (get_me asks once more itself).
+    assert len(carried(fake, ALICE, "GET", "/user")) == 2
+    assert len(carried(fake, BOB, "GET", "/user")) == 2
+    audit = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    principals = {line["principal"] for line in audit if line["method"] == "tools/call"}
+    assert principals == {f"{token_fingerprint(ALICE)}/github:alice", f"{token_fingerprint(BOB)}/github:bob"}
+
+
+def test_a_read_only_token_gets_no_write_tools(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_token(ALICE, "alice", "repo, read:org")
+    fake.add_token(READER, "bob", "read:org, gist")
+    fake.add_token(FINE, "mallory", None)
+    with (
+        per_user(fake, tmp_path) as url,
+        HttpWire(url, token=ALICE) as writer,
+        HttpWire(url, token=READER) as reader,
+        HttpWire(url, token=FINE) as fine,
+    ):
+        for wire in (writer, reader, fine):
+            wire.initialize()
+        assert WRITES <= tool_names(writer)
+        offered = tool_names(reader)
+        assert not WRITES & offered
+        assert {"get_me", "list_issues", "get_file_contents"} <= offered
+        # A fine-grained token names no scopes: its writes are offered, and GitHub judges each one.
+        assert WRITES <= tool_names(fine)
+        refused = reader.request(
+            "tools/call", {"name": "create_issue", "arguments": {"repo": "acme/widgets", "title": "sneaky"}}
+        )
+        assert "error" in refused or refused["result"]["isError"], refused
+        listed = call(reader, "list_issues", repo="acme/widgets", limit=5)
+        assert not listed.get("isError"), listed
+    assert not carried(fake, READER, "POST")
+    assert all(i["title"] != "sneaky" for i in fake.repos["acme/widgets"].issues.values())
+
+
+def test_tokens_reach_no_log_audit_line_or_error(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_token(ALICE, "alice", "repo")
+    rejected = "ghp_Rejected0123456789abcdefghijklmnopqrstuvw"
+    with per_user(fake, tmp_path) as url, HttpWire(url, token=ALICE) as wire:
+        wire.initialize()
+        answers = [
+            call(wire, "get_me"),
+            call(wire, "get_issue", repo="acme/widgets", number=999_999),  # 404: an error's text
+            call(wire, "create_issue", repo="acme/locked", title="x"),  # 403: GitHub refuses the write
+        ]
+        # An upstream that quotes the token back in its error still does not get it to the model.
+        fake.fail(r"/issues$", 422, message=f"invalid token {ALICE} in request")
+        answers.append(call(wire, "create_issue", repo="acme/widgets", title="x"))
+        denied = httpx2.post(url, headers={"Authorization": f"Bearer {rejected}"}, json={}, timeout=30)
+        assert denied.status_code == 401
+    assert [a.get("isError", False) for a in answers] == [False, True, True, True]
+    seen = json.dumps(answers) + denied.text
+    seen += (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
+    assert "alice" in seen  # the log and the answers are there, and they name the account
+    for token in (ALICE, rejected):
+        assert token not in seen
+        assert token[:12] not in seen  # nor a start of it (the redactor keeps at most seven characters)
+
+
+def test_enterprise_base_url_and_the_server_own_token_unused(tmp_path: Path) -> None:
+    with contextmanager(running)("/api/v3") as fake:
+        fake.add_token(ALICE, "alice", "repo")
+        with (
+            serving(fake, tmp_path, "--upstream-identity", "per-user-token", env={"GITHUB_TOKEN": TOKEN}) as url,
+            HttpWire(url, token=ALICE) as wire,
+        ):
+            wire.initialize()
+            assert "Signed in as alice" in text(call(wire, "get_me"))
+        assert {r.path for r in fake.requests} >= {"/user"}
+        # The operator's token is not who callers act as: only readiness could use it, and it asks anonymously.
+        assert not [r for r in fake.requests if fake.token_of(r) == TOKEN]
+
+
+def test_a_static_bearer_is_never_sent_upstream(fake: FakeGitHub, tmp_path: Path) -> None:
+    """Token passthrough stays forbidden where the bearer is not a GitHub token: the server acts as its own."""
+    bearer = "static-bearer-" + "s" * 40
+    env = {"GITHUB_TOKEN": TOKEN, "MCP_GITHUB_AUTH_TOKEN": bearer}
+    with serving(fake, tmp_path, env=env) as url, HttpWire(url, token=bearer) as wire:
+        wire.initialize()
+        assert "Signed in as octocat" in text(call(wire, "get_me"))
+        call(wire, "list_issues", repo="acme/widgets", limit=5)
+    assert fake.requests
+    assert {fake.token_of(r) for r in fake.requests} == {TOKEN}
+    assert all(bearer not in json.dumps(r.headers) for r in fake.requests)
+
+
+def test_per_user_mode_refuses_bearer_tokens_beside_it(fake: FakeGitHub) -> None:
+    from mcp_server_github.settings import GitHubSettings
+
+    with pytest.raises(ValueError, match="give one or the other"):
+        GitHubSettings(upstream_identity="per-user-token", auth_token="x" * 40)
+    with pytest.raises(ValueError, match="client id and client secret"):
+        GitHubSettings(upstream_identity="oauth")
