@@ -3,13 +3,17 @@ against the fake, judged from the fake's record: whose token each request carrie
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx2
 import pytest
@@ -195,3 +199,74 @@ def test_per_user_mode_refuses_bearer_tokens_beside_it(fake: FakeGitHub) -> None
         GitHubSettings(upstream_identity="per-user-token", auth_token="x" * 40)
     with pytest.raises(ValueError, match="client id and client secret"):
         GitHubSettings(upstream_identity="oauth")
+
+
+def test_oauth_sign_in_acts_as_the_signed_in_user(fake: FakeGitHub, tmp_path: Path) -> None:
+    """The whole sign-in a host runs (RFC 8414 metadata, dynamic registration, PKCE, the consent page, GitHub's
+    authorize and token endpoints on the fake): the MCP token the host gets is the proxy's, and each call reaches
+    GitHub with the GitHub token the proxy holds for that user, never the MCP token."""
+    fake.oauth_apps["Iv1.fakeclient"] = "fake-client-secret-" + "c" * 24
+    fake.signing_in = "alice"
+    env = {"MCP_GITHUB_OAUTH_CLIENT_SECRET": fake.oauth_apps["Iv1.fakeclient"]}
+    args = ("--upstream-identity", "oauth", "--oauth-client-id", "Iv1.fakeclient", "--web-url", fake.url)
+    with serving(fake, tmp_path, *args, env=env) as url, httpx2.Client(timeout=30) as browser:
+        base = url.removesuffix("/mcp")
+        unsigned = browser.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert unsigned.status_code == 401
+        metadata = browser.get(f"{base}/.well-known/oauth-authorization-server").json()
+        assert metadata["authorization_endpoint"] == f"{base}/authorize"
+        assert "S256" in metadata["code_challenge_methods_supported"]
+        redirect = "http://127.0.0.1:9/callback"
+        client = browser.post(
+            metadata["registration_endpoint"],
+            json={"redirect_uris": [redirect], "token_endpoint_auth_method": "none", "client_name": "test host"},
+        ).json()
+        verifier = "v" * 64
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        authorize = browser.get(
+            metadata["authorization_endpoint"],
+            params={
+                "response_type": "code",
+                "client_id": client["client_id"],
+                "redirect_uri": redirect,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": "host-state",
+                "resource": url,
+            },
+        )
+        assert authorize.status_code == 302
+        consent = browser.get(authorize.headers["location"])
+        fields = dict(re.findall(r'name="(txn_id|csrf_token)" value="([^"]+)"', consent.text))
+        approved = browser.post(f"{base}/consent", data={**fields, "action": "approve"})
+        upstream = approved.headers["location"]
+        assert upstream.startswith(f"{fake.url}/login/oauth/authorize?")
+        assert "scope=repo" in upstream
+        callback = browser.get(browser.get(upstream).headers["location"])  # GitHub sends the browser back
+        assert callback.status_code == 302, (callback.status_code, callback.text[:500])
+        back = urlsplit(callback.headers["location"])
+        assert f"{back.scheme}://{back.netloc}{back.path}" == redirect
+        code = dict(parse_qsl(back.query))
+        assert code["state"] == "host-state"
+        tokens = browser.post(
+            metadata["token_endpoint"],
+            data={
+                "grant_type": "authorization_code",
+                "code": code["code"],
+                "redirect_uri": redirect,
+                "client_id": client["client_id"],
+                "code_verifier": verifier,
+            },
+        ).json()
+        mcp_token = tokens["access_token"]
+        with HttpWire(url, token=mcp_token) as wire:
+            wire.initialize()
+            assert "Signed in as alice" in text(call(wire, "get_me"))
+            created = call(wire, "create_issue", repo="acme/widgets", title="signed in")
+            assert not created.get("isError"), created
+    (github_token,) = [t for t, (login, _) in fake.tokens.items() if t.startswith("gho_") and login == "alice"]
+    post = carried(fake, github_token, "POST", "/repos/acme/widgets/issues")
+    assert [p.body["title"] for p in post] == ["signed in"]
+    assert all(mcp_token not in json.dumps(r.headers) for r in fake.requests)
+    logged = (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
+    assert github_token not in logged and mcp_token not in logged

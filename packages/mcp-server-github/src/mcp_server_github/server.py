@@ -85,8 +85,11 @@ def github_sign_in(verifier: TokenVerifier, settings: GitHubSettings) -> AuthPro
         upstream_client_id=settings.oauth_client_id,
         upstream_client_secret=settings.oauth_client_secret.get_secret_value(),
         token_verifier=verifier,
+        # GitHub documents client_id and client_secret as parameters of the token request's body.
+        token_endpoint_auth_method="client_secret_post",
         base_url=base_url(settings),
-        valid_scopes=settings.oauth_scopes or list(DEFAULT_OAUTH_SCOPES),
+        # GitHub is asked for the operator's scopes whatever a host requests: they decide what users grant.
+        extra_authorize_params={"scope": " ".join(settings.oauth_scopes or DEFAULT_OAUTH_SCOPES)},
         # Sign-ins are held in memory: a restart asks users to sign in again, and no token is written to disk.
         client_storage=MemoryStore(max_entries_per_collection=4 * settings.identity_cache_size),
     )
