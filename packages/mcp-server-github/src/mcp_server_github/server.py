@@ -86,7 +86,7 @@ def github_sign_in(verifier: TokenVerifier, settings: GitHubSettings) -> AuthPro
         upstream_client_secret=settings.oauth_client_secret.get_secret_value(),
         token_verifier=verifier,
         # GitHub documents client_id and client_secret as parameters of the token request's body.
-        token_endpoint_auth_method="client_secret_post",
+        token_endpoint_auth_method="client_secret_post",  # noqa: S106 - a method's name, not a secret
         base_url=base_url(settings),
         # GitHub is asked for the operator's scopes whatever a host requests: they decide what users grant.
         extra_authorize_params={"scope": " ".join(settings.oauth_scopes or DEFAULT_OAUTH_SCOPES)},
