@@ -26,8 +26,12 @@ WRITE_SCOPES = frozenset({"chat:write", "reactions:write"})
 """A user token with neither scope cannot post or react: the write tools are not offered to its caller."""
 REJECTED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 """auth.test's verdicts on the token itself; any other failure says nothing about it (ask again next time)."""
-DEFAULT_USER_SCOPES = ("channels:history", "channels:read", "groups:history", "groups:read", "users:read")
-DEFAULT_USER_SCOPES += ("search:read", "chat:write", "reactions:write")
+DEFAULT_USER_SCOPES: tuple[str, ...] = (
+    *("channels:history", "channels:read", "groups:history", "groups:read", "users:read", "search:read"),
+    *("chat:write", "reactions:write"),
+)
+"""What a sign-in asks of Slack unless --oauth-scope says otherwise: reading, searching, and posting where the
+write allow-list lets the server post."""
 CALLER_DIRECTORIES = 64
 """Callers whose directory of names is kept at once (each up to --max-cached users and channels)."""
 
