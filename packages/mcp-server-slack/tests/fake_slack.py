@@ -808,7 +808,6 @@ class FakeSlack:
                 "token_type": "user",
             },
             "team": {"id": "T0FAKE", "name": "Fake Team"},
-            "enterprise": None,
             "is_enterprise_install": False,
         }
 
