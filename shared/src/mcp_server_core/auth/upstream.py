@@ -79,8 +79,17 @@ class _Verdict:
 class UpstreamTokenVerifier(TokenVerifier):
     """Accepts a bearer that `check` says is a live upstream token; see the module's notes for the costs."""
 
-    def __init__(self, upstream: str, check: UpstreamCheck, *, ttl_s: float = 60.0, max_entries: int = 1024) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        check: UpstreamCheck,
+        *,
+        ttl_s: float = 60.0,
+        max_entries: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
+        self._clock = clock
         self.upstream = upstream
         self._check = check
         self.ttl_s = ttl_s
@@ -102,7 +111,7 @@ class UpstreamTokenVerifier(TokenVerifier):
         self._verdicts.move_to_end(key)
         # One check per token at a time: callers arriving while it runs wait for its verdict instead of asking too.
         async with verdict.lock:
-            if verdict.expires > time.monotonic():
+            if verdict.expires > self._clock():
                 return verdict.accepted
             self.checks += 1
             try:
@@ -112,7 +121,7 @@ class UpstreamTokenVerifier(TokenVerifier):
                 self._drop(key, verdict)
                 raise
             verdict.accepted = self._accepted(token, identity)
-            verdict.expires = time.monotonic() + self.ttl_s
+            verdict.expires = self._clock() + self.ttl_s
             if identity is None:
                 logger.info("%s rejected bearer %s", self.upstream, token_fingerprint(token))
             return verdict.accepted

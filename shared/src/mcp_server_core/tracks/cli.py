@@ -170,7 +170,9 @@ def remote_config(host: str, distribution: str, settings: ServerSettings) -> dic
     takes stdio servers only), with the bearer token as a placeholder when the server requires one."""
     name = distribution.removeprefix("mcp-server-")
     entry: dict[str, Any] = {"url": _url_of(settings)}
-    if settings.auth_token is not None or settings.auth_token_file is not None:
+    # With per-user-token the bearer is the user's own upstream token; with oauth the host signs in, no header.
+    per_user = getattr(settings, "upstream_identity", None) == "per-user-token"
+    if settings.auth_token is not None or settings.auth_token_file is not None or per_user:
         entry["headers"] = {"Authorization": f"Bearer {TOKEN_PLACEHOLDER}"}
     if host == "vscode":
         return {"servers": {name: {"type": "http", **entry}}}
