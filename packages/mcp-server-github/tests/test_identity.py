@@ -271,3 +271,61 @@ def test_oauth_sign_in_acts_as_the_signed_in_user(fake: FakeGitHub, tmp_path: Pa
     logged = (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
     assert github_token not in logged
     assert mcp_token not in logged
+
+
+def test_no_token_in_any_span(fake: FakeGitHub) -> None:
+    """The server in this process on real HTTP (uvicorn in a thread), so its spans can be read here."""
+    import time
+
+    import uvicorn
+    from fake_github import settings_for
+    from mcp_server_core.testing import free_port, recorded_spans
+    from mcp_server_core.transport.http import build_http_app
+    from mcp_server_github.server import build_server
+
+    fake.add_token(ALICE, "alice", "repo")
+    port = free_port()
+    settings = settings_for(fake, token=None, upstream_identity="per-user-token", transport="http", port=port)
+    app = build_http_app(build_server(settings), settings)
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=web.run, daemon=True)
+    with recorded_spans() as spans:
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not web.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            assert thread.is_alive(), "uvicorn stopped"
+            threading.Event().wait(0.02)
+        try:
+            with HttpWire(f"http://127.0.0.1:{port}/mcp", token=ALICE) as wire:
+                wire.initialize()
+                call(wire, "get_me")
+                call(wire, "create_issue", repo="acme/widgets", title="traced")
+                call(wire, "get_issue", repo="acme/widgets", number=999_999)
+        finally:
+            web.should_exit = True
+            thread.join(timeout=30)
+        finished = spans.get_finished_spans()
+    assert any((s.attributes or {}).get("mcp.upstream") == "github" for s in finished)
+    for span in finished:
+        said = span.name + json.dumps(dict(span.attributes or {}), default=str)
+        said += "".join(e.name + json.dumps(dict(e.attributes or {}), default=str) for e in span.events)
+        assert ALICE not in said
+        assert ALICE[:12] not in said
+
+
+def test_github_down_while_verifying_is_a_503_to_retry_not_a_sign_in(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_token(ALICE, "alice", "repo")
+    fake.fail(r"^/user$", 503, times=4)  # the verdict's GET /user and PyGithub's one retry of it, twice
+    with per_user(fake, tmp_path) as url:
+        refused = [httpx2.post(url, headers={"Authorization": f"Bearer {ALICE}"}, json={}, timeout=30) for _ in "ab"]
+        with HttpWire(url, token=ALICE) as wire:  # GitHub is back: the failure was not cached
+            wire.initialize()
+            assert "Signed in as alice" in text(call(wire, "get_me"))
+    assert [r.status_code for r in refused] == [503, 503]
+    assert refused[0].headers["retry-after"] == "5"
+    assert refused[0].json()["error"] == "temporarily_unavailable"
+    logged = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in logged
+    assert f"could not verify the token {token_fingerprint(ALICE)}" in logged
+    assert ALICE not in logged

@@ -72,14 +72,14 @@ def github_sign_in(verifier: TokenVerifier, settings: GitHubSettings) -> AuthPro
     """fastmcp's OAuth proxy with GitHub's endpoints, as its `GitHubProvider` sets them, but at the configured
     GitHub (github.com or an Enterprise host; the provider names github.com only) and verified by `verifier`, so
     each call's upstream token is the one the proxy holds for the signed-in user."""
-    from fastmcp.server.auth.oauth_proxy import OAuthProxy
     from key_value.aio.stores.memory import MemoryStore
     from mcp_server_core.auth.tokens import base_url
+    from mcp_server_core.auth.upstream import UpstreamOAuthProxy
 
     if settings.oauth_client_id is None or settings.oauth_client_secret is None:
         raise ValueError("--upstream-identity oauth needs the OAuth app's client id and client secret")
     web = settings.sign_in_url
-    return OAuthProxy(
+    return UpstreamOAuthProxy(
         upstream_authorization_endpoint=f"{web}/login/oauth/authorize",
         upstream_token_endpoint=f"{web}/login/oauth/access_token",
         upstream_client_id=settings.oauth_client_id,

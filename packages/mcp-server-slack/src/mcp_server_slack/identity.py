@@ -82,10 +82,10 @@ def slack_sign_in(verifier: Any, settings: SlackSettings) -> AuthProvider:
     `oauth.v2.access`). Slack puts a user token at `authed_user.access_token`, not where OAuth 2.0 puts it (the
     top-level `access_token` is the bot's, absent when only user scopes are asked): the proxy's upstream client,
     which fastmcp lets a subclass replace for such providers, moves it there before the proxy reads it."""
-    from fastmcp.server.auth.oauth_proxy import OAuthProxy
     from fastmcp.server.auth.oauth_proxy.upstream import AsyncOAuth2Client
     from key_value.aio.stores.memory import MemoryStore
     from mcp_server_core.auth.tokens import base_url
+    from mcp_server_core.auth.upstream import UpstreamOAuthProxy
 
     if settings.oauth_client_id is None or settings.oauth_client_secret is None:
         raise ValueError("--upstream-identity oauth needs the Slack app's client id and client secret")
@@ -97,7 +97,7 @@ def slack_sign_in(verifier: Any, settings: SlackSettings) -> AuthProvider:
         async def refresh_token(self, url: str, *, refresh_token: str | None = None, **params: Any) -> Any:
             return user_token_answer(await super().refresh_token(url, refresh_token=refresh_token, **params))
 
-    class SlackOAuthProxy(OAuthProxy):
+    class SlackOAuthProxy(UpstreamOAuthProxy):
         def _create_upstream_oauth_client(self) -> AsyncOAuth2Client:
             plain = super()._create_upstream_oauth_client()
             return SlackTokenClient(

@@ -24,10 +24,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import anyio
-from fastmcp.server.auth import AccessToken, TokenVerifier
+from fastmcp.server.auth import AccessToken, TokenVerificationError, TokenVerifier
+from fastmcp.server.auth.oauth_proxy import OAuthProxy
 from fastmcp.utilities.authorization import AuthContext
+from starlette.authentication import AuthenticationError
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from mcp_server_core.auth.identity import token_fingerprint
 from mcp_server_core.conventions.errors import forget_secret, is_registered_secret, register_secret
@@ -36,7 +43,9 @@ __all__ = [
     "UpstreamAccessToken",
     "UpstreamCheck",
     "UpstreamIdentity",
+    "UpstreamOAuthProxy",
     "UpstreamTokenVerifier",
+    "UpstreamUnavailable",
     "caller_upstream_token",
     "upstream_allows_writes",
 ]
@@ -60,6 +69,40 @@ class UpstreamAccessToken(AccessToken):
 
     upstream: str
     can_write: bool = True
+
+
+class UpstreamUnavailable(TokenVerificationError, AuthenticationError):
+    """The upstream could not say whether a bearer is good (down, rate-limited): answered 503 with Retry-After,
+    not 401, so a host retries instead of asking its user to sign in again. Both fastmcp's verification error
+    (the OAuth proxy passes it on) and Starlette's (its auth middleware answers it)."""
+
+
+UNAVAILABLE_RETRY_S = 5
+
+
+def _answer_auth_error(connection: HTTPConnection, exc: AuthenticationError) -> Response:
+    if isinstance(exc, UpstreamUnavailable):
+        body = {"error": "temporarily_unavailable", "error_description": str(exc)}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": str(UNAVAILABLE_RETRY_S)})
+    return PlainTextResponse(str(exc), status_code=400)  # Starlette's own answer to any other
+
+
+def _answering_unavailable(middleware: list[Middleware]) -> list[Middleware]:
+    """A provider's middleware, its authentication step answering `UpstreamUnavailable` with 503."""
+    answering = []
+    for m in middleware:
+        if m.cls is cast(object, AuthenticationMiddleware):
+            backend: Any = m.kwargs["backend"]  # fastmcp's BearerAuthBackend, passed by name
+            m = Middleware(AuthenticationMiddleware, backend=backend, on_error=_answer_auth_error)
+        answering.append(m)
+    return answering
+
+
+class UpstreamOAuthProxy(OAuthProxy):
+    """fastmcp's OAuth proxy whose verifier is an `UpstreamTokenVerifier`: an upstream outage is a 503."""
+
+    def get_middleware(self) -> list[Middleware]:
+        return _answering_unavailable(super().get_middleware())
 
 
 UpstreamCheck = Callable[[str], Awaitable[UpstreamIdentity | None]]
@@ -116,15 +159,21 @@ class UpstreamTokenVerifier(TokenVerifier):
             self.checks += 1
             try:
                 identity = await self._check(token)
-            except Exception:
+            except Exception as exc:
                 # Not cached: the upstream could not say, and the next request asks again.
                 self._drop(key, verdict)
-                raise
+                logger.warning("%s could not verify the token %s: %s", self.upstream, token_fingerprint(token), exc)
+                raise UpstreamUnavailable(
+                    f"{self.upstream} could not verify the token just now; retry in a few seconds"
+                ) from None
             verdict.accepted = self._accepted(token, identity)
             verdict.expires = self._clock() + self.ttl_s
             if identity is None:
-                logger.info("%s rejected bearer %s", self.upstream, token_fingerprint(token))
+                logger.info("%s rejected the token %s", self.upstream, token_fingerprint(token))
             return verdict.accepted
+
+    def get_middleware(self) -> list[Middleware]:
+        return _answering_unavailable(super().get_middleware())
 
     def _accepted(self, token: str, identity: UpstreamIdentity | None) -> UpstreamAccessToken | None:
         if identity is None:
