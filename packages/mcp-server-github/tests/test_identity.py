@@ -92,7 +92,12 @@ def test_two_users_at_once_each_act_as_themselves(fake: FakeGitHub, tmp_path: Pa
             thread.start()
         for thread in threads:
             thread.join(timeout=120)
+        metrics = httpx2.get(url.removesuffix("/mcp") + "/metrics", headers={"Authorization": f"Bearer {ALICE}"})
     assert set(results) == {"alice", "bob"}
+    # The metrics count each caller's calls under the principal the audit line names.
+    for token, who in ((ALICE, "alice"), (BOB, "bob")):
+        series = f'mcp_principal_calls_total{{outcome="ok",principal="{token_fingerprint(token)}/github:{who}"}} 7.0'
+        assert series in metrics.text
     assert "Signed in as alice" in results["alice"][0]
     assert "Signed in as bob" in results["bob"][0]
     # Each issue was written with its author's own token, and GitHub recorded that author.
