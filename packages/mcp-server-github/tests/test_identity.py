@@ -334,3 +334,40 @@ def test_github_down_while_verifying_is_a_503_to_retry_not_a_sign_in(fake: FakeG
     assert "Traceback" not in logged
     assert f"could not verify the token {token_fingerprint(ALICE)}" in logged
     assert ALICE not in logged
+
+
+def test_a_jwt_from_the_identity_provider_is_never_sent_upstream(fake: FakeGitHub, tmp_path: Path) -> None:
+    """A JWT authenticates the caller to this server (audience checked) and goes no further."""
+    import time
+
+    import jwt
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    now = int(time.time())
+    bearer = jwt.encode({"aud": "mcp-github", "sub": "alice", "exp": now + 300}, key, algorithm="RS256")
+    args = ("--jwt-public-key-file", str(pem), "--jwt-audience", "mcp-github")
+    with serving(fake, tmp_path, *args, env={"GITHUB_TOKEN": TOKEN}) as url, HttpWire(url, token=bearer) as wire:
+        wire.initialize()
+        assert "Signed in as octocat" in text(call(wire, "get_me"))
+    assert {fake.token_of(r) for r in fake.requests} == {TOKEN}
+    assert all(bearer not in json.dumps(r.headers) and bearer not in json.dumps(r.body) for r in fake.requests)
+
+
+def test_oauth_is_served_by_one_process() -> None:
+    from mcp_server_github.settings import GitHubSettings
+
+    with pytest.raises(ValueError, match="one worker"):
+        GitHubSettings(
+            upstream_identity="oauth",
+            oauth_client_id="Iv1.x",
+            oauth_client_secret="s" * 40,
+            transport="http",
+            stateless=True,
+            workers=2,
+        )

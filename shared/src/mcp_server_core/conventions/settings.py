@@ -233,6 +233,11 @@ class UpstreamIdentitySettings(ServerSettings):
             )
         if self.upstream_identity == "oauth" and not (self.oauth_client_id and self.oauth_client_secret):
             raise ValueError("--upstream-identity oauth needs the OAuth app's client id and client secret")
+        if self.upstream_identity == "oauth" and self.workers > 1:
+            raise ValueError(
+                "--upstream-identity oauth keeps sign-ins in the memory of one process: a sign-in made through one "
+                "worker would be unknown to the others; serve it with one worker"
+            )
         return self
 
     def check_serving(self) -> None:
