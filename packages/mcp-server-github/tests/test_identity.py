@@ -179,7 +179,9 @@ def test_enterprise_base_url_and_the_server_own_token_unused(tmp_path: Path) -> 
         ):
             wire.initialize()
             assert "Signed in as alice" in text(call(wire, "get_me"))
-        assert {r.path for r in fake.requests} >= {"/user"}
+            ready = httpx2.get(url.removesuffix("/mcp") + "/readyz", timeout=30)
+            assert ready.status_code == 200, ready.text
+        assert {r.path for r in fake.requests} >= {"/user", "/rate_limit"}
         # The operator's token is not who callers act as: only readiness could use it, and it asks anonymously.
         assert not [r for r in fake.requests if fake.token_of(r) == TOKEN]
 

@@ -131,6 +131,9 @@ def test_tokens_reach_no_log_audit_line_or_error(fake: FakeSlack, tmp_path: Path
             httpx2.post(url, headers={"Authorization": f"Bearer {token}"}, json={}, timeout=30)
             for token in (rejected, BOT_TOKEN)  # a bot token is nobody's own identity
         ]
+        # Ready without a token of its own: Slack answered (auth.test without a token).
+        ready = httpx2.get(url.removesuffix("/mcp") + "/readyz", timeout=30)
+        assert ready.status_code == 200, ready.text
     assert [a.get("isError", False) for a in answers] == [False, True]
     assert [d.status_code for d in denied] == [401, 401]
     # The bot token was turned away unasked; the unknown user token cost one auth.test.
