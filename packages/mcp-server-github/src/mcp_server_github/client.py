@@ -60,6 +60,11 @@ _LINK = re.compile(r'<(?P<url>[^>]+)>\s*;\s*rel="(?P<rel>[^"]+)"')
 _ETAG_ENTRIES = 256
 PAGE_BYTES = 12_000
 """About how much text one page of a list may bring (bodies count in full, up to their cut)."""
+CALLER_CLIENTS = 64
+"""With each caller as themselves: the PyGithub clients (and what each read) kept at once, most recent first."""
+CALLER_ETAG_ENTRIES = 32
+"""ETag copies kept per caller: the server's own identity keeps `_ETAG_ENTRIES`, and 64 callers with as many
+each would hold 64 times the answers."""
 PER_PAGE_MAX = 100
 """The most items GitHub sends in one page of any list."""
 
@@ -93,12 +98,13 @@ class _Identity:
     """What belongs to one GitHub identity (the server's token, or one caller's): its client and what was read
     with it. An ETag, a repository's name by id and a login seen with one token are never served to another."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, *, etag_entries: int = _ETAG_ENTRIES) -> None:
         self.token = token
         self.transport: Transport | None = None
         self.lock = threading.Lock()
         self.repository_names: dict[str, str] = {}
         self.etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
+        self.etag_entries = etag_entries
         self.login: str | None = None
 
     def close(self) -> None:
@@ -111,8 +117,8 @@ class GitHubApi:
 
     With `--upstream-identity single` every request carries the configured token. Otherwise each request carries
     the token of the caller being served (`caller_upstream_token`): one PyGithub client per caller, at most
-    `identity_cache_size` of them, the least recently used closed first; a request with no caller's token (none
-    should reach here) is refused rather than sent as anyone else.
+    `CALLER_CLIENTS` of them, the least recently used closed first (a caller who comes back gets a new one); a
+    request with no caller's token (none should reach here) is refused rather than sent as anyone else.
     """
 
     def __init__(self, settings: GitHubSettings) -> None:
@@ -155,8 +161,8 @@ class GitHubApi:
         with self._callers_lock:
             identity = self._callers.get(key)
             if identity is None:
-                identity = self._callers[key] = _Identity(token)
-                while len(self._callers) > self.settings.identity_cache_size:
+                identity = self._callers[key] = _Identity(token, etag_entries=CALLER_ETAG_ENTRIES)
+                while len(self._callers) > min(CALLER_CLIENTS, self.settings.identity_cache_size):
                     evicted.append(self._callers.popitem(last=False)[1])
             self._callers.move_to_end(key)
         for old in evicted:
@@ -204,10 +210,12 @@ class GitHubApi:
     def check_ready(self) -> None:
         """Readiness: GitHub answers and, with the server's own token, accepts it (/rate_limit costs no quota).
         Serving each caller as themselves, the server has no token of its own to check: /rate_limit anonymously."""
-        if self.per_caller:
-            self.transport(_Identity(None)).send(
+        if self.per_caller:  # the server's own identity is then anonymous
+            status, headers, text = self.transport(self._own).send(
                 "GET", "/rate_limit", {}, {"Accept": "application/vnd.github+json"}, None, what="readiness"
             )
+            if status >= 400:
+                raise failure(status, headers, _parse(text, headers), "readiness")
             return
         self.request("GET", "/user" if self.authenticated else "/rate_limit", what="readiness")
 
@@ -287,7 +295,7 @@ class GitHubApi:
             with identity.lock:
                 identity.etags[key] = (etag, response)
                 identity.etags.move_to_end(key)
-                while len(identity.etags) > _ETAG_ENTRIES:
+                while len(identity.etags) > identity.etag_entries:
                     identity.etags.popitem(last=False)
         return response
 

@@ -97,7 +97,8 @@ def github_sign_in(verifier: TokenVerifier, settings: GitHubSettings) -> AuthPro
 
 DEFAULT_OAUTH_SCOPES = ("repo",)
 """What a sign-in asks of GitHub unless --oauth-scope says otherwise: `repo` reads and writes the repositories the
-user can; `public_repo` or no scope at all keeps writes off (the write tools are then not offered)."""
+user can; `public_repo` writes to public ones only; with neither (`read:user`, say) the write tools are not
+offered."""
 
 
 from mcp_server_github.spec import github_toolsets  # noqa: E402 - kept importable from here

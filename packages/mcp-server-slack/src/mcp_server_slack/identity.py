@@ -32,8 +32,9 @@ DEFAULT_USER_SCOPES: tuple[str, ...] = (
 )
 """What a sign-in asks of Slack unless --oauth-scope says otherwise: reading, searching, and posting where the
 write allow-list lets the server post."""
-CALLER_DIRECTORIES = 64
-"""Callers whose directory of names is kept at once (each up to --max-cached users and channels)."""
+CALLER_DIRECTORIES = 16
+"""Callers whose directory of names is kept at once, most recent first (each up to --max-cached users and
+channels; a caller who comes back lists them again)."""
 
 
 def whois(api: SlackApi, token: str) -> UpstreamIdentity | None:

@@ -198,7 +198,7 @@ class UpstreamIdentitySettings(ServerSettings):
         60.0, ge=1, le=3600, description="how long an upstream's verdict on a caller's token is trusted"
     )
     identity_cache_size: int = Field(
-        1024, ge=1, le=1_000_000, description="callers' tokens (and clients) kept at once; the oldest go first"
+        1024, ge=1, le=1_000_000, description="callers' tokens whose verdict is kept at once; the oldest go first"
     )
     oauth_client_id: str | None = Field(None, description="with oauth: the OAuth app's client id at the upstream")
     oauth_client_secret: SecretStr | None = Field(None, description="with oauth: the OAuth app's client secret")

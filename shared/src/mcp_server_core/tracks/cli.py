@@ -140,7 +140,7 @@ def add_upstream_identity_arguments(parser: argparse.ArgumentParser) -> None:
         "own upstream token; oauth: callers sign in with the upstream in a browser",
     )
     group.add_argument("--identity-ttl-s", type=float, help="how long a token's verdict is trusted (default 60)")
-    group.add_argument("--identity-cache-size", type=int, help="callers' tokens kept at once (default 1024)")
+    group.add_argument("--identity-cache-size", type=int, help="callers' token verdicts kept (default 1024)")
     group.add_argument("--oauth-client-id", help="with oauth: the OAuth app's client id (its secret: environment)")
     group.add_argument("--oauth-scope", dest="oauth_scopes", action="append", help="with oauth: a scope to ask for")
 
