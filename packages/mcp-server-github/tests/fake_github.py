@@ -836,7 +836,8 @@ class FakeGitHub:
                 if times - 1 <= 0:
                     del self.failures[index]
                 raise _error(status, message or ("Server Error" if status >= 500 else "Failure"))
-        self.remaining = max(self.remaining - 1, 1)
+        if path != "/rate_limit":  # GitHub does not count asking for the rate limit against it
+            self.remaining = max(self.remaining - 1, 1)
         self._follow_moves(method, path, query)
         by_id = re.fullmatch(r"/repositories/(\d+)(/.*)?", path)
         if by_id and by_id[2]:
@@ -1167,6 +1168,16 @@ def _me(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dic
         out["X-OAuth-Scopes"] = fake.scopes
         out["X-Accepted-OAuth-Scopes"] = ""
     return status, out, data
+
+
+@route("GET", r"/rate_limit")
+def _rate_limit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
+    """GET /rate_limit ("Get rate limit status for the authenticated user"; anonymous callers get their IP's):
+    asking costs nothing against the limit."""
+    reset = int(time.time()) + 3600
+    core = {"limit": 5000, "used": 5000 - fake.remaining, "remaining": fake.remaining, "reset": reset}
+    search = {"limit": 30, "used": 0, "remaining": 30, "reset": reset}
+    return {"resources": {"core": core, "search": search}, "rate": core}
 
 
 @route("GET", r"/users/(?P<login>[^/]+)")

@@ -212,3 +212,25 @@ def test_oauth_sign_in_posts_as_the_signed_in_user(fake: FakeSlack, tmp_path: Pa
     assert [(p.params["text"], p.token) for p in posts] == [("signed in", user_token)]
     assert [m.get("user") for m in fake.messages["C0GENERAL"] if m.get("text") == "signed in"] == ["U0BOB0000"]
     assert user_token not in (tmp_path / "server.log").read_text()
+
+
+def test_a_jwt_from_the_identity_provider_is_never_sent_to_slack(fake: FakeSlack, tmp_path: Path) -> None:
+    import time
+
+    import jwt
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    bearer = jwt.encode({"aud": "mcp-slack", "sub": "alice", "exp": int(time.time()) + 300}, key, algorithm="RS256")
+    args = ("--jwt-public-key-file", str(pem), "--jwt-audience", "mcp-slack")
+    with serving(fake, tmp_path, *args, env={"SLACK_BOT_TOKEN": BOT_TOKEN}) as url, HttpWire(url, token=bearer) as w:
+        w.initialize()
+        assert not call(w, "read_messages", channel="#general", limit=5).get("isError")
+    assert fake.requests
+    assert {r.token for r in fake.requests} == {BOT_TOKEN}
+    assert all(bearer not in json.dumps(r.params) for r in fake.requests)
