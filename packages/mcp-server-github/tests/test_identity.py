@@ -206,6 +206,10 @@ def test_per_user_mode_refuses_bearer_tokens_beside_it(fake: FakeGitHub) -> None
         GitHubSettings(upstream_identity="per-user-token", auth_token="x" * 40)
     with pytest.raises(ValueError, match="client id and client secret"):
         GitHubSettings(upstream_identity="oauth")
+    from mcp_server_github.server import build_server
+
+    with pytest.raises(ValueError, match="needs --transport http"):  # over stdio there is one user
+        build_server(GitHubSettings(upstream_identity="per-user-token"))
 
 
 def test_oauth_sign_in_acts_as_the_signed_in_user(fake: FakeGitHub, tmp_path: Path) -> None:
