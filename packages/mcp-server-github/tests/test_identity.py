@@ -142,6 +142,8 @@ def test_a_read_only_token_gets_no_write_tools(fake: FakeGitHub, tmp_path: Path)
         assert "error" in refused or refused["result"]["isError"], refused
         listed = call(reader, "list_issues", repo="acme/widgets", limit=5)
         assert not listed.get("isError"), listed
+        assert "writes: not with this token" in text(call(reader, "get_me"))
+        assert "writes: available" in text(call(writer, "get_me"))
     assert not carried(fake, READER, "POST")
     assert all(i["title"] != "sneaky" for i in fake.repos["acme/widgets"].issues.values())
 

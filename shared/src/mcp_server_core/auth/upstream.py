@@ -46,6 +46,7 @@ __all__ = [
     "UpstreamOAuthProxy",
     "UpstreamTokenVerifier",
     "UpstreamUnavailable",
+    "caller_can_write",
     "caller_upstream_token",
     "upstream_allows_writes",
 ]
@@ -219,6 +220,14 @@ def caller_upstream_token(upstream: str) -> str | None:
     if isinstance(token, UpstreamAccessToken) and token.upstream == upstream:
         return token.token
     return None
+
+
+def caller_can_write(upstream: str) -> bool | None:
+    """Whether the caller's own `upstream` token may write, or None when the bearer is no such token."""
+    from fastmcp.server.dependencies import get_access_token
+
+    token = get_access_token()
+    return token.can_write if isinstance(token, UpstreamAccessToken) and token.upstream == upstream else None
 
 
 def upstream_allows_writes(context: AuthContext) -> bool:
