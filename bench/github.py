@@ -5,7 +5,9 @@ real PyGithub over real HTTP on 127.0.0.1) and measures:
 - tools/list bytes with the default toolsets, with all of them, and read-only;
 - HTTP requests each common tool call makes (counted by the fake), beside what the obvious PyGithub code for
   the same read costs, since PyGithub's lazy attributes complete objects with one hidden request each;
-- median wall time per call on the fake (20 calls; local HTTP, so it measures the server, not GitHub).
+- median wall time per call on the fake (20 calls; local HTTP, so it measures the server, not GitHub);
+- what knowing each caller costs with `--upstream-identity per-user-token`: GitHub requests per token per TTL
+  (counted by the fake) and the time of a verdict from the cache.
 Writes bench/results-github.md and prints it. Bounded: well under a minute.
 """
 
@@ -102,6 +104,7 @@ async def measure() -> str:
                     times.append(time.perf_counter() - started)
                 counts[label] = (first, repeat_304, statistics.median(times) * 1000)
         naive = naive_pygithub(fake)
+        per_user = await per_user_cost(fake)
     finally:
         fake.stop()
 
@@ -143,8 +146,56 @@ async def measure() -> str:
         "`comment.user.name`) fetches the repository it never needed and completes each comment's author with one "
         "more request: N+1. This server reads the fields it returns from the JSON GitHub already sent.",
         "",
+        "## Per-user identity: what knowing the caller costs",
+        "",
+        "With `--upstream-identity per-user-token` every bearer is a user's GitHub token, verified by `GET /user` "
+        "(the server's own verifier and its PyGithub client for that token, against the fake).",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in per_user.items()),
+        "",
     ]
     return "\n".join(lines)
+
+
+async def per_user_cost(fake: Any) -> dict[str, str]:
+    """Tokens × bearers checked, within one TTL and after it; GitHub requests counted by the fake."""
+    from mcp_server_core.auth.upstream import UpstreamIdentity, UpstreamTokenVerifier
+    from mcp_server_github.client import GitHubApi
+
+    tokens = [fake.add_token(f"ghp_Bench{n:02d}" + "x" * 32, "alice", "repo") for n in range(TOKENS)]
+    api = GitHubApi(fake_github.settings_for(fake, token=None, upstream_identity="per-user-token"))
+    now = [0.0]
+
+    async def whois(token: str) -> UpstreamIdentity | None:
+        return await asyncio.to_thread(api.whois, token)
+
+    verifier = UpstreamTokenVerifier("github", whois, ttl_s=60, clock=lambda: now[0])
+    fake.reset_requests()
+    for _ in range(CHECKS):
+        await asyncio.gather(*(verifier.verify_token(t) for t in tokens))
+    within = fake.count()
+    times = []
+    for _ in range(CHECKS):
+        started = time.perf_counter()
+        await verifier.verify_token(tokens[0])
+        times.append(time.perf_counter() - started)
+    now[0] += 61
+    fake.reset_requests()
+    for _ in range(CHECKS):
+        await asyncio.gather(*(verifier.verify_token(t) for t in tokens))
+    after = fake.count()
+    api.close()
+    return {
+        f"GitHub requests for {TOKENS} tokens × {CHECKS} bearers each, within one TTL": f"{within}",
+        "the same, once the TTL has passed": f"{after}",
+        "a verdict from the cache, median": f"{statistics.median(times) * 1e6:.0f} µs",
+    }
+
+
+TOKENS = 8
+CHECKS = 50
 
 
 def main() -> None:

@@ -218,6 +218,13 @@ class FakeGitHub:
         self.prefix = prefix
         """Where the API lives on the host: '' like api.github.com, '/api/v3' like GitHub Enterprise Server."""
         self.requests: list[Recorded] = []
+        self.tokens: dict[str, tuple[str, str | None]] = {TOKEN: (ME, "repo, read:org")}
+        """Every token GitHub knows: its user's login and its X-OAuth-Scopes (None: a fine-grained token, which
+        sends no such header)."""
+        self.oauth_apps: dict[str, str] = {}  # client id -> secret: the OAuth apps registered here
+        self.signing_in = ME
+        """Who approves at /login/oauth/authorize (the fake's stand-in for the user at GitHub's sign-in page)."""
+        self._grants: dict[str, dict[str, str]] = {}  # authorization code -> what it was issued for
         self.repos: dict[str, Repo] = {}
         self.commits: dict[str, Commit] = {}
         self.trees: dict[str, dict[str, bytes]] = {}
@@ -255,6 +262,22 @@ class FakeGitHub:
         # A short poll: shutdown() waits up to one interval, once per test.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
         self._blob_thread = threading.Thread(target=self._blob_server.serve_forever, args=(0.02,), daemon=True)
+
+    def add_token(self, token: str, login: str, scopes: str | None) -> str:
+        """A token for `login`: classic with `scopes` (GitHub's X-OAuth-Scopes value, "" for none), or
+        fine-grained with None."""
+        self.tokens[token] = (login, scopes)
+        return token
+
+    def token_of(self, recorded: Recorded) -> str | None:
+        """The token a recorded request carried (None: anonymous)."""
+        auth = recorded.headers.get("authorization", "")
+        return auth.split(" ", 1)[1] if " " in auth else None
+
+    @property
+    def scopes(self) -> str | None:
+        """The X-OAuth-Scopes of the token this thread is answering (None: fine-grained or anonymous)."""
+        return getattr(self._local, "scopes", None)
 
     @property
     def user(self) -> str | None:
@@ -699,6 +722,8 @@ class FakeGitHub:
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], parsed: Any
     ) -> tuple[int, dict[str, str], bytes]:
         try:
+            if path.startswith("/login/oauth/"):
+                return self._oauth(method, path, query, headers, parsed)
             if self.prefix and not path.startswith("/_blobs/"):
                 if not path.startswith(self.prefix + "/"):
                     raise _error(404, "Not Found")
@@ -710,6 +735,47 @@ class FakeGitHub:
             return self._api(method, path, query, headers, parsed)
         except Reply as reply:
             return self._json(reply.status, reply.body, reply.headers)
+
+    def _oauth(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], bytes]:
+        """GitHub's web sign-in for OAuth apps (docs.github.com/apps/oauth-apps, "Authorizing OAuth apps"):
+        /login/oauth/authorize sends the browser back to redirect_uri with a code and the state (here the user
+        `signing_in` approves at once); /login/oauth/access_token trades the code, the app's secret and the PKCE
+        verifier for a token, with errors as 200 answers carrying `error` (GitHub's documented quirk)."""
+        if method == "GET" and path == "/login/oauth/authorize":
+            if query.get("client_id") not in self.oauth_apps:
+                return 404, {"Content-Type": "text/html"}, b"<html>Not Found</html>"
+            code = f"code{next(self._counter)}"
+            self._grants[code] = dict(query)
+            target = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
+            return 302, {"Location": target, "Content-Type": "text/html"}, b""
+        if method == "POST" and path == "/login/oauth/access_token":
+            form = dict(parse_qsl(body)) if isinstance(body, str) else dict(body or {})
+            grant = self._grants.pop(form.get("code", ""), None)
+            if self.oauth_apps.get(form.get("client_id", "")) != form.get("client_secret") or not form.get("client_id"):
+                answer: dict[str, Any] = {"error": "incorrect_client_credentials"}
+            elif grant is None or grant["client_id"] != form["client_id"]:
+                answer = {"error": "bad_verification_code"}
+            elif grant.get("redirect_uri") != form.get("redirect_uri", grant.get("redirect_uri")):
+                answer = {"error": "redirect_uri_mismatch"}
+            elif "code_challenge" in grant and _s256(form.get("code_verifier", "")) != grant["code_challenge"]:
+                answer = {"error": "bad_verification_code"}
+            else:
+                scope = ",".join(grant.get("scope", "").split())
+                token = self.add_token(
+                    f"gho_{hashlib.sha256(form['code'].encode()).hexdigest()[:36]}", self.signing_in, scope
+                )
+                answer = {"access_token": token, "scope": scope, "token_type": "bearer"}
+            if "error" in answer:
+                answer["error_description"] = answer["error"].replace("_", " ")
+                answer["error_uri"] = (
+                    "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"
+                )
+            if "json" in headers.get("accept", ""):
+                return 200, {"Content-Type": "application/json; charset=utf-8"}, json.dumps(answer).encode()
+            return 200, {"Content-Type": "application/x-www-form-urlencoded"}, urlencode(answer).encode()
+        return 404, {"Content-Type": "text/html"}, b"<html>Not Found</html>"
 
     def _rate_headers(self) -> dict[str, str]:
         return {
@@ -732,9 +798,11 @@ class FakeGitHub:
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
     ) -> tuple[int, dict[str, str], bytes]:
         auth = headers.get("authorization", "")
-        if auth and auth not in (f"token {TOKEN}", f"Bearer {TOKEN}"):
+        scheme, _, token = auth.partition(" ")
+        known = self.tokens.get(token) if scheme.lower() in ("token", "bearer") else None
+        if auth and known is None:
             raise _error(401, "Bad credentials")
-        self.user = ME if auth else None
+        self.user, self._local.scopes = known if known is not None else (None, None)
         if self.primary_limited:
             reset = str(int(time.time()) + 1800)
             raise Reply(
@@ -768,7 +836,8 @@ class FakeGitHub:
                 if times - 1 <= 0:
                     del self.failures[index]
                 raise _error(status, message or ("Server Error" if status >= 500 else "Failure"))
-        self.remaining = max(self.remaining - 1, 1)
+        if path != "/rate_limit":  # GitHub does not count asking for the rate limit against it
+            self.remaining = max(self.remaining - 1, 1)
         self._follow_moves(method, path, query)
         by_id = re.fullmatch(r"/repositories/(\d+)(/.*)?", path)
         if by_id and by_id[2]:
@@ -877,6 +946,14 @@ class FakeGitHub:
             raise _error(404, "Not Found")
         if write and self.user is None:
             raise _error(401, "Requires authentication")
+        granted = {part.strip() for part in (self.scopes or "").split(",")}
+        if write and self.scopes is not None and not granted & {"repo", "public_repo"}:
+            # A classic token without a repository scope reads public data but writes nothing.
+            raise Reply(
+                403,
+                {"message": "Resource not accessible by personal access token"},
+                {"X-Accepted-OAuth-Scopes": "repo"},
+            )
         if write and not repo.writable:
             raise Reply(
                 403,
@@ -1084,9 +1161,23 @@ def route(verb: str, pattern: str) -> Callable[[Route], Route]:
 def _me(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     if fake.user is None:
         raise _error(401, "Requires authentication")
-    status, out, data = fake._json(200, {**USERS[ME], **_profile(ME, "The Octocat", "@github"), **_PRIVATE_COUNTS})
-    out["X-OAuth-Scopes"] = "repo, read:org"
+    login = fake.user
+    name = "The Octocat" if login == ME else login.title()
+    status, out, data = fake._json(200, {**USERS[login], **_profile(login, name, None), **_PRIVATE_COUNTS})
+    if fake.scopes is not None:  # classic and OAuth-app tokens only; fine-grained ones send no such header
+        out["X-OAuth-Scopes"] = fake.scopes
+        out["X-Accepted-OAuth-Scopes"] = ""
     return status, out, data
+
+
+@route("GET", r"/rate_limit")
+def _rate_limit(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
+    """GET /rate_limit ("Get rate limit status for the authenticated user"; anonymous callers get their IP's):
+    asking costs nothing against the limit."""
+    reset = int(time.time()) + 3600
+    core = {"limit": 5000, "used": 5000 - fake.remaining, "remaining": fake.remaining, "reset": reset}
+    search = {"limit": 30, "used": 0, "remaining": 30, "reset": reset}
+    return {"resources": {"core": core, "search": search}, "rate": core}
 
 
 @route("GET", r"/users/(?P<login>[^/]+)")
@@ -1543,7 +1634,8 @@ def _create_issue(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
             422, "Validation Failed", errors=[{"resource": "Issue", "code": "missing_field", "field": "title"}]
         )
     number = max(repo.issues) + 1
-    fake._issue(repo, number, body["title"], ME, "MEMBER", body=body.get("body") or "", labels=body.get("labels"))
+    who = fake.user or ME
+    fake._issue(repo, number, body["title"], who, "MEMBER", body=body.get("body") or "", labels=body.get("labels"))
     return repo.issues[number]
 
 
@@ -1567,7 +1659,7 @@ def _update_issue(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: A
 @route("POST", R + r"/issues/(?P<number>\d+)/comments")
 def _add_comment(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     repo, issue = _get_issue(fake, m, write=True)
-    return fake._comment(repo, issue["number"], ME, "MEMBER", body["body"])
+    return fake._comment(repo, issue["number"], fake.user or ME, "MEMBER", body["body"])
 
 
 @route("GET", R + r"/labels")
@@ -2001,6 +2093,10 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
 
 def running(prefix: str = "") -> Iterator[FakeGitHub]:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 BOT_TOKEN = "xoxb-4242424242-1717171717-FakeBotTokenNeverShown"
 USER_TOKEN = "xoxp-4242424242-1717171717-FakeUserTokenNeverShown"
@@ -341,6 +341,8 @@ class Recorded:
     params: dict[str, Any]
     token_kind: str | None
     content_type: str
+    token: str = ""
+    """The token the request carried, whole (tests ask whose it was; never printed)."""
 
 
 @dataclass
@@ -407,6 +409,13 @@ class FakeSlack:
 
     def __init__(self) -> None:
         self.tokens = {BOT_TOKEN: "bot", USER_TOKEN: "user"}
+        self.people: dict[str, tuple[str, str]] = {}
+        """Users' own tokens: token -> (their user ID, the scopes Slack lists in X-OAuth-Scopes)."""
+        self.oauth_apps: dict[str, str] = {}  # client id -> secret: the Slack apps registered here
+        self.signing_in = "U0ALICE00"
+        """Who approves at /oauth/v2/authorize (the fake's stand-in for the person at Slack's sign-in page)."""
+        self._grants: dict[str, dict[str, str]] = {}
+        self._local = threading.local()
         self.requests: list[Recorded] = []
         self.missing_scopes: set[str] = set()
         self.unlisted: set[str] = set()
@@ -755,8 +764,62 @@ class FakeSlack:
         more = start + limit < len(items)
         return page, {"response_metadata": {"next_cursor": _cursor(start + limit) if more else ""}}
 
+    def add_user_token(self, token: str, user_id: str, scopes: str) -> str:
+        """A person's own user token (xoxp-), with the scopes they granted (Slack's comma-separated form)."""
+        self.tokens[token] = "user"
+        self.people[token] = (user_id, scopes)
+        return token
+
+    @property
+    def acting(self) -> str:
+        """Whose the request being answered is: the person's user ID for their own token, else the bot's."""
+        person = self.people.get(getattr(self._local, "token", ""))
+        return person[0] if person is not None else "U0BOT0000"
+
     def api_auth_test(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
+        person = self.people.get(getattr(self._local, "token", ""))
+        if person is not None:
+            name = next(u["name"] for u in self.users if u["id"] == person[0])
+            return {"url": TEAM_URL, "team": "Fake Team", "user": name, "team_id": "T0FAKE", "user_id": person[0]}
         return {"url": TEAM_URL, "team": "Fake Team", "user": "mcpbot", "team_id": "T0FAKE", "user_id": "U0BOT0000"}
+
+    def api_oauth_v2_access(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
+        """docs.slack.dev/reference/methods/oauth.v2.access: the app's credentials and the code for the tokens;
+        with only user scopes asked, the user's token is under `authed_user` and no bot token is issued."""
+        if self.oauth_apps.get(str(params.get("client_id", ""))) != params.get("client_secret"):
+            raise _SlackError(
+                "invalid_client_id" if params.get("client_id") not in self.oauth_apps else "bad_client_secret"
+            )
+        grant = self._grants.pop(str(params.get("code", "")), None)
+        if grant is None:
+            raise _SlackError("invalid_code")
+        if params.get("redirect_uri", grant.get("redirect_uri")) != grant.get("redirect_uri"):
+            raise _SlackError("bad_redirect_uri")
+        self._counter += 1
+        token = self.add_user_token(
+            f"xoxp-4242424242-{self._counter:010d}-SignedInUserToken", self.signing_in, grant.get("user_scope", "")
+        )
+        return {
+            "app_id": "A0FAKEAPP",
+            "authed_user": {
+                "id": self.signing_in,
+                "scope": grant.get("user_scope", ""),
+                "access_token": token,
+                "token_type": "user",
+            },
+            "team": {"id": "T0FAKE", "name": "Fake Team"},
+            "is_enterprise_install": False,
+        }
+
+    def authorize(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
+        """Slack's /oauth/v2/authorize page, approved at once by `signing_in`: back to redirect_uri with a code."""
+        if query.get("client_id") not in self.oauth_apps:
+            return 400, {}, "<html>Invalid client_id parameter</html>"
+        self._counter += 1
+        code = f"code-{self._counter}"
+        self._grants[code] = dict(query)
+        target = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
+        return 302, {"Location": target}, ""
 
     def api_conversations_list(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
         types = str(params.get("types") or "public_channel").split(",")
@@ -904,7 +967,9 @@ class FakeSlack:
             raise _SlackError("no_text")
         self._counter += 1
         ts = f"{int(time.time())}.{self._counter:06d}"
-        message = {"type": "message", "user": "U0BOT0000", "text": params["text"], "ts": ts, "bot_id": "B0MCP"}
+        message: dict[str, Any] = {"type": "message", "user": self.acting, "text": params["text"], "ts": ts}
+        if self.acting == "U0BOT0000":
+            message["bot_id"] = "B0MCP"
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
         self.messages[channel["id"]].insert(0, message)
@@ -948,6 +1013,19 @@ class FakeSlack:
 
             def _answer(self) -> None:
                 url = urlparse(self.path)
+                if url.path == "/oauth/v2/authorize":
+                    status, headers, page = fake.authorize(dict(parse_qsl(url.query)))
+                    data = page.encode()
+                    self.send_response(status)
+                    for key, value in {
+                        **headers,
+                        "Content-Type": "text/html",
+                        "Content-Length": str(len(data)),
+                    }.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 method = url.path.rsplit("/", 1)[-1]
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -959,10 +1037,13 @@ class FakeSlack:
                     params.update(parse_qsl(raw.decode()))
                 auth = self.headers.get("Authorization", "")
                 token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else params.pop("token", "")
-                kind = fake.tokens.get(token)
+                kind = fake.tokens.get(token) if method != "oauth.v2.access" else "app"
                 with fake._lock:
-                    fake.requests.append(Recorded(method, params, kind, content_type))
+                    fake.requests.append(Recorded(method, params, kind, content_type, token))
+                fake._local.token = token
                 status, headers, body = fake.handle(method, params, kind)
+                if token in fake.people:  # Slack lists a token's scopes on every Web API answer
+                    headers = {**headers, "X-OAuth-Scopes": fake.people[token][1]}
                 if fake._take_drop(method):
                     self.close_connection = True  # the socket closes with nothing written: no status line
                     return

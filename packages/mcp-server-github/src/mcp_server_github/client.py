@@ -9,6 +9,7 @@ whose hidden completions are how N+1 request patterns creep in.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -44,6 +45,8 @@ from mcp_server_github.allowlist import AllowList
 from mcp_server_github.settings import GitHubSettings
 
 if TYPE_CHECKING:
+    from mcp_server_core.auth.upstream import UpstreamIdentity
+
     from mcp_server_github.transport import Transport
 
 logger = logging.getLogger(__name__)
@@ -57,6 +60,11 @@ _LINK = re.compile(r'<(?P<url>[^>]+)>\s*;\s*rel="(?P<rel>[^"]+)"')
 _ETAG_ENTRIES = 256
 PAGE_BYTES = 12_000
 """About how much text one page of a list may bring (bodies count in full, up to their cut)."""
+CALLER_CLIENTS = 64
+"""With each caller as themselves: the PyGithub clients (and what each read) kept at once, most recent first."""
+CALLER_ETAG_ENTRIES = 32
+"""ETag copies kept per caller: the server's own identity keeps `_ETAG_ENTRIES`, and 64 callers with as many
+each would hold 64 times the answers."""
 PER_PAGE_MAX = 100
 """The most items GitHub sends in one page of any list."""
 
@@ -86,34 +94,130 @@ class Page:
     data: Any
 
 
+class _Identity:
+    """What belongs to one GitHub identity (the server's token, or one caller's): its client and what was read
+    with it. An ETag, a repository's name by id and a login seen with one token are never served to another."""
+
+    def __init__(self, token: str | None, *, etag_entries: int = _ETAG_ENTRIES) -> None:
+        self.token = token
+        self.transport: Transport | None = None
+        self.lock = threading.Lock()
+        self.repository_names: dict[str, str] = {}
+        self.etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
+        self.etag_entries = etag_entries
+        self.login: str | None = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
 class GitHubApi:
-    """PyGithub's client, reached only through `request` so every call is checked, counted and translated."""
+    """PyGithub's client, reached only through `request` so every call is checked, counted and translated.
+
+    With `--upstream-identity single` every request carries the configured token. Otherwise each request carries
+    the token of the caller being served (`caller_upstream_token`): one PyGithub client per caller, at most
+    `CALLER_CLIENTS` of them, the least recently used closed first (a caller who comes back gets a new one); a
+    request with no caller's token (none should reach here) is refused rather than sent as anyone else.
+    """
 
     def __init__(self, settings: GitHubSettings) -> None:
         self.settings = settings
         self.api_url = settings.api_url.rstrip("/")
         self.allow: AllowList = settings.allow_list
-        self.authenticated = settings.token is not None
+        self.per_caller = settings.upstream_identity != "single"
+        self.authenticated = self.per_caller or settings.token is not None
         self._origin = urlsplit(self.api_url)
         # Built on the first request: the server starts without PyGithub imported or a network call.
-        self._transport: Transport | None = None
-        self._transport_lock = threading.Lock()
-        self._repository_names: dict[str, str] = {}
-        self._etags: OrderedDict[str, tuple[str, Response]] = OrderedDict()
-        self._etag_lock = threading.Lock()
-        self._login: str | None = None
+        own = None if self.per_caller else settings.token
+        self._own = _Identity(own.get_secret_value() if own is not None else None)
+        self._callers: OrderedDict[bytes, _Identity] = OrderedDict()
+        self._callers_lock = threading.Lock()
 
     def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
+        with self._callers_lock:
+            identities = [self._own, *self._callers.values()]
+            self._callers.clear()
+        for identity in identities:
+            identity.close()
 
-    def transport(self) -> Transport:
-        with self._transport_lock:
-            if self._transport is None:
+    def _identity(self) -> _Identity:
+        if not self.per_caller:
+            return self._own
+        from mcp_server_core.auth.upstream import caller_upstream_token
+
+        token = caller_upstream_token("github")
+        if token is None:
+            raise Refused(
+                "This server acts on GitHub only as each caller, and this request carries no caller's GitHub token.",
+                hint="Connect over HTTP with your GitHub token as the bearer (docs/identity.md).",
+            )
+        return self.identity_of(token)
+
+    def identity_of(self, token: str) -> _Identity:
+        """The caller's client state, made on first use; the least recently used one is closed past the bound."""
+        key = hashlib.sha256(token.encode()).digest()
+        evicted: list[_Identity] = []
+        with self._callers_lock:
+            identity = self._callers.get(key)
+            if identity is None:
+                identity = self._callers[key] = _Identity(token, etag_entries=CALLER_ETAG_ENTRIES)
+                while len(self._callers) > min(CALLER_CLIENTS, self.settings.identity_cache_size):
+                    evicted.append(self._callers.popitem(last=False)[1])
+            self._callers.move_to_end(key)
+        for old in evicted:
+            old.close()
+        return identity
+
+    def transport(self, identity: _Identity | None = None) -> Transport:
+        identity = identity or self._identity()
+        with identity.lock:
+            if identity.transport is None:
                 from mcp_server_github.transport import Transport
 
-                self._transport = Transport(self.settings, self.api_url, self._origin)
-            return self._transport
+                identity.transport = Transport(self.settings, self.api_url, self._origin, identity.token)
+            return identity.transport
+
+    def whois(self, token: str) -> UpstreamIdentity | None:
+        """Who GitHub says `token` belongs to (`GET /user`, one request) and whether it may write; None when GitHub
+        rejects it. Classic and OAuth-app tokens name their scopes (X-OAuth-Scopes): writing takes `repo` or
+        `public_repo`. Fine-grained and GitHub App tokens send no such header and GitHub lists their permissions
+        nowhere: their writes are offered, and GitHub's refusal names the permission missing
+        (X-Accepted-GitHub-Permissions, in the tool's error)."""
+        from fastmcp.server.auth import TokenVerificationError
+        from mcp_server_core.auth.upstream import UpstreamIdentity
+
+        try:
+            with upstream_span("github", "GET /user"):
+                status, headers, text = self.transport(self.identity_of(token)).send(
+                    "GET", "/user", {}, {"Accept": "application/vnd.github+json"}, None, what="the caller's token"
+                )
+        except ToolFailure as exc:
+            raise TokenVerificationError(str(exc)) from None
+        if status == 401:
+            return None
+        data = _parse(text, headers)
+        login = data.get("login") if isinstance(data, dict) else None
+        if status != 200 or not isinstance(login, str):
+            # A 403 here is a rate limit or an outage, not a verdict on the token: ask again next time.
+            raise TokenVerificationError(f"GitHub answered GET /user with HTTP {status}")
+        listed = {str(k).lower(): v for k, v in headers.items()}.get("x-oauth-scopes")
+        if listed is None:
+            return UpstreamIdentity(account=login, can_write=True)
+        scopes = tuple(scope.strip() for scope in str(listed).split(",") if scope.strip())
+        return UpstreamIdentity(account=login, can_write=bool({"repo", "public_repo"} & set(scopes)), scopes=scopes)
+
+    def check_ready(self) -> None:
+        """Readiness: GitHub answers and, with the server's own token, accepts it (/rate_limit costs no quota).
+        Serving each caller as themselves, the server has no token of its own to check: /rate_limit anonymously."""
+        if self.per_caller:  # the server's own identity is then anonymous
+            status, headers, text = self.transport(self._own).send(
+                "GET", "/rate_limit", {}, {"Accept": "application/vnd.github+json"}, None, what="readiness"
+            )
+            if status >= 400:
+                raise failure(status, headers, _parse(text, headers), "readiness")
+            return
+        self.request("GET", "/user" if self.authenticated else "/rate_limit", what="readiness")
 
     # --- the allow-list: one check, before anything is sent ------------------------------------------------
 
@@ -156,6 +260,7 @@ class GitHubApi:
         """
         what = what or f"{verb} {path}"
         self.check_path(path, params)
+        identity = self._identity()
         if verb != "GET" and (repository := _REPO_PATH.match(path)):
             audit_target(f"github:{repository['owner']}/{repository['repo']}")  # a write's target, for its audit line
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
@@ -164,8 +269,8 @@ class GitHubApi:
         cached: tuple[str, Response] | None = None
         if verb == "GET":
             key = json.dumps([path, sorted(query.items()), headers["Accept"]])
-            with self._etag_lock:
-                cached = self._etags.get(key)
+            with identity.lock:
+                cached = identity.etags.get(key)
             if cached is not None:
                 # A 304 answer does not count against the primary rate limit.
                 headers["If-None-Match"] = cached[0]
@@ -187,11 +292,11 @@ class GitHubApi:
             return self._redirected(verb, path, query, body, accept, what, response, follow, moved_from)
         etag = response_headers.get("etag")
         if key and etag and status == 200:
-            with self._etag_lock:
-                self._etags[key] = (etag, response)
-                self._etags.move_to_end(key)
-                while len(self._etags) > _ETAG_ENTRIES:
-                    self._etags.popitem(last=False)
+            with identity.lock:
+                identity.etags[key] = (etag, response)
+                identity.etags.move_to_end(key)
+                while len(identity.etags) > identity.etag_entries:
+                    identity.etags.popitem(last=False)
         return response
 
     def _send(
@@ -296,7 +401,8 @@ class GitHubApi:
     def _repository_name(self, repository_id: str) -> str | None:
         """owner/name of a repository by id, or None. `/repositories/{id}` works on GitHub though its REST
         description leaves it out, so a server built from the description may not know it."""
-        name = self._repository_names.get(repository_id)
+        identity = self._identity()
+        name = identity.repository_names.get(repository_id)
         if name is None:
             status, headers, text = self._send(
                 "GET",
@@ -310,7 +416,7 @@ class GitHubApi:
             full_name = data.get("full_name") if isinstance(data, dict) and status == 200 else None
             if not isinstance(full_name, str) or not _REPO_PATH.match(f"/repos/{full_name}"):
                 return None
-            name = self._repository_names[repository_id] = full_name
+            name = identity.repository_names[repository_id] = full_name
         return name
 
     def get(self, path: str, *, expect: type | tuple[type, ...] = dict, **kwargs: Any) -> Any:
@@ -402,10 +508,11 @@ class GitHubApi:
             yield chunks
 
     def login(self) -> str:
-        """The authenticated user's login, asked once."""
-        if self._login is None:
-            self._login = str(self.get("/user", what="the authenticated user")["login"])
-        return self._login
+        """The authenticated user's login, asked once per identity."""
+        identity = self._identity()
+        if identity.login is None:
+            identity.login = str(self.get("/user", what="the authenticated user")["login"])
+        return identity.login
 
 
 # How GitHub's REST description names the values in the paths this server sends: a segment after one of these

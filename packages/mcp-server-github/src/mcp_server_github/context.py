@@ -51,8 +51,17 @@ def context_toolset(api: GitHubApi, ref: ServerRef) -> Toolset:
         else:
             lines.append("Not authenticated: public data only, 60 requests an hour. Set GITHUB_TOKEN for more.")
         lines.append(f"repositories: {', '.join(api.allow.entries)} only" if api.allow else "repositories: any")
-        lines.append("read-only: no tool writes" if ref.read_only else "writes: available")
+        lines.append("read-only: no tool writes" if ref.read_only else _writes(api))
         return "\n".join(lines)
 
     add_discovery(toolset, ref.get)
     return toolset
+
+
+def _writes(api: GitHubApi) -> str:
+    if api.per_caller:
+        from mcp_server_core.auth.upstream import caller_can_write
+
+        if caller_can_write("github") is False:
+            return "writes: not with this token (its scopes name neither repo nor public_repo)"
+    return "writes: available"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Self
 
 from mcp_server_core.conventions.errors import register_secret
-from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.conventions.settings import UpstreamIdentitySettings
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
@@ -14,7 +14,7 @@ from mcp_server_github.allowlist import AllowList
 DEFAULT_API_URL = "https://api.github.com"
 
 
-class GitHubSettings(ServerSettings):
+class GitHubSettings(UpstreamIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="MCP_GITHUB_", extra="ignore", validate_default=True)
 
     # The names GitHub's own tools read; never a command-line flag, where `ps` would show it.
@@ -28,6 +28,12 @@ class GitHubSettings(ServerSettings):
         validation_alias=AliasChoices("api_url", "MCP_GITHUB_API_URL", "GITHUB_API_URL"),
         pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
         description="REST API root; https://HOST/api/v3 for GitHub Enterprise Server",
+    )
+    web_url: str | None = Field(
+        None,
+        pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
+        description="with --upstream-identity oauth: where GitHub's sign-in pages are (default: from the API URL, "
+        "https://github.com or the Enterprise host)",
     )
     repos: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -67,3 +73,14 @@ class GitHubSettings(ServerSettings):
     @property
     def allow_list(self) -> AllowList:
         return AllowList(self.repos)
+
+    @property
+    def sign_in_url(self) -> str:
+        """GitHub's web root, where /login/oauth/authorize and /login/oauth/access_token are: github.com beside
+        api.github.com, the host itself for GitHub Enterprise Server (https://HOST/api/v3)."""
+        if self.web_url:
+            return self.web_url.rstrip("/")
+        api = self.api_url.rstrip("/")
+        if api == DEFAULT_API_URL:
+            return "https://github.com"
+        return api.removesuffix("/api/v3")

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp_server_core import ServerSpec, Toolset
+from mcp_server_core.tracks.cli import add_upstream_identity_arguments
 
 from mcp_server_github.settings import GitHubSettings
 
@@ -60,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=True,
         help="in public repositories, withhold what authors without push access wrote (issues, PRs, comments)",
+    )
+    add_upstream_identity_arguments(parser)
+    parser.add_argument(
+        "--web-url", help="with --upstream-identity oauth: GitHub's sign-in host (default: from API URL)"
     )
 
 

@@ -140,8 +140,7 @@ class _HttpsConnection(HTTPSRequestsConnectionClass):
 class Transport:
     """PyGithub's client with one connection per thread (a connection holds one request at a time)."""
 
-    def __init__(self, settings: GitHubSettings, api_url: str, origin: SplitResult) -> None:
-        token = settings.token.get_secret_value() if settings.token else None
+    def __init__(self, settings: GitHubSettings, api_url: str, origin: SplitResult, token: str | None) -> None:
         self._authorization = f"token {token}" if token else None
         self.api_url = api_url
         self.timeout_s = settings.timeout_s

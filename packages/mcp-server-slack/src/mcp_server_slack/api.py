@@ -9,8 +9,9 @@ is put there.
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,9 @@ class SlackApi:
 
     def __init__(self, settings: SlackSettings) -> None:
         self.settings = settings
+        self.per_caller = settings.upstream_identity != "single"
+        """Each HTTP caller's own user token carries their calls (docs/identity.md); else the configured ones."""
+        self._callers: OrderedDict[bytes, WebClient] = OrderedDict()
         self.has_user_token = settings.user_token is not None
         self.has_bot_token = settings.bot_token is not None
         tokens = (("bot", settings.bot_token), ("user", settings.user_token))
@@ -56,6 +60,50 @@ class SlackApi:
 
                 self._clients[kind] = web_client(self.settings, self._tokens[kind].get_secret_value())
             return self._clients[kind]
+
+    def caller_client(self, token: str) -> WebClient:
+        """slack-sdk's client for one caller's token, at most `identity_cache_size` of them kept."""
+        key = hashlib.sha256(token.encode()).digest()
+        with self._lock:
+            client = self._callers.get(key)
+            if client is None:
+                from mcp_server_slack.transport import web_client
+
+                client = self._callers[key] = web_client(self.settings, token)
+                while len(self._callers) > self.settings.identity_cache_size:
+                    self._callers.popitem(last=False)
+            self._callers.move_to_end(key)
+            return client
+
+    def _client_for(self, method: str) -> WebClient:
+        if not self.per_caller:
+            return self.client(self.token_kind(method))
+        from mcp_server_core.auth.upstream import caller_upstream_token
+
+        token = caller_upstream_token("slack")
+        if token is None:
+            raise Refused(
+                "This server acts on Slack only as each caller, and this request carries no caller's Slack token.",
+                hint="Connect over HTTP with your Slack user token (xoxp-) as the bearer (docs/identity.md).",
+            )
+        return self.caller_client(token)
+
+    def test_token(self, token: str, *, tolerate: Collection[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """auth.test with `token` (the data and the headers), counted and traced like any call."""
+        from mcp_server_slack.transport import send_for_headers
+
+        with self._lock:
+            self.calls["auth.test"] += 1
+        with upstream_span("slack", "auth.test"):
+            return send_for_headers(self.caller_client(token), "auth.test", {}, json_body=False, tolerate=tolerate)
+
+    def check_ready(self) -> None:
+        """Readiness: Slack answers and accepts the configured token; serving each caller as themselves, with no
+        token of its own, it asks auth.test without one (Slack answers not_authed: reachable)."""
+        if self.per_caller:
+            self.test_token("", tolerate=("not_authed", "invalid_auth"))
+            return
+        self.call("auth.test")
 
     def token_kind(self, method: str) -> str:
         if method in USER_TOKEN_METHODS:
@@ -82,7 +130,7 @@ class SlackApi:
         """
         from mcp_server_slack.transport import send
 
-        client = self.client(self.token_kind(method))
+        client = self._client_for(method)
         args = {key: value for key, value in params.items() if value is not None}
         if method in WRITES and args.get("channel"):
             audit_target(f"slack:{args['channel']}")  # what a write changes, in its call's audit line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import cast
 
 import anyio.from_thread
 from fastmcp.resources import FunctionResource, ResourceTemplate
@@ -15,6 +16,7 @@ from mcp_server_slack import __version__
 from mcp_server_slack.api import SlackApi
 from mcp_server_slack.directory import Channel, Directory
 from mcp_server_slack.formatting import quoted
+from mcp_server_slack.identity import CallerDirectories, caller_auth
 from mcp_server_slack.settings import SlackSettings
 
 __all__ = ["SPEC", "SlackServer", "add_arguments", "build_server"]
@@ -58,6 +60,14 @@ def build_server(settings: SlackSettings) -> SlackServer:
     directory = Directory(
         api, ttl_s=settings.cache_ttl_s, max_items=settings.max_cached, on_new_channels=on_new_channels
     )
+    if api.per_caller:
+        # Each caller's own names; a channel one caller finds is not announced to all as a resource.
+        directory = cast(
+            Directory,
+            CallerDirectories(
+                lambda: Directory(api, ttl_s=settings.cache_ttl_s, max_items=settings.max_cached), directory
+            ),
+        )
     toolsets = slack_toolsets(settings, api, directory)
     server = SlackServer(
         "slack",
@@ -68,7 +78,9 @@ def build_server(settings: SlackSettings) -> SlackServer:
         read_only=settings.read_only,
     )
     server.api = api
-    server.readiness.set(lambda: api.call("auth.test"), upstream="Slack")  # reachable, and the token accepted
+    server.readiness.set(api.check_ready, upstream="Slack")  # reachable, and the token accepted
+    if api.per_caller:
+        server.auth = caller_auth(api, settings)
     server.directory = directory
     server.add_provider(channels)
     _add_directory_resources(server, directory)

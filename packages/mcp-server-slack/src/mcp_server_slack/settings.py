@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Self
 
 from mcp_server_core import register_secret
-from mcp_server_core.conventions.settings import ServerSettings
+from mcp_server_core.conventions.settings import UpstreamIdentitySettings
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
@@ -16,7 +16,7 @@ BOT_PREFIXES = ("xoxb-", "xoxe.xoxb-")
 USER_PREFIXES = ("xoxp-", "xoxe.xoxp-")
 
 
-class SlackSettings(ServerSettings):
+class SlackSettings(UpstreamIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="MCP_SLACK_", extra="ignore", validate_default=True)
 
     # Tokens are read from the environment or a file, never argv, where `ps` shows them to every local user.

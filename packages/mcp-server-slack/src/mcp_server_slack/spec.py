@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp_server_core import ServerSpec, Toolset
+from mcp_server_core.tracks.cli import add_upstream_identity_arguments
 
 from mcp_server_slack.settings import SlackSettings
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 def check_tokens(settings: SlackSettings) -> None:
     """Refuse settings no call could work with, before anything starts."""
-    if settings.bot_token is None and settings.user_token is None:
+    if settings.bot_token is None and settings.user_token is None and settings.upstream_identity == "single":
         raise ValueError(
             "no Slack token: set SLACK_BOT_TOKEN (xoxb-...) or SLACK_USER_TOKEN (xoxp-...), or pass --token-file"
         )
@@ -72,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     slack.add_argument(
         "--allow-mentions", action="append", help="who posts may mention: users (anyone), U… user or S… group IDs"
     )
+    add_upstream_identity_arguments(parser)
 
 
 def host_env(settings: SlackSettings) -> dict[str, str]:

@@ -124,12 +124,19 @@ def send(
     client: WebClient, method: str, args: dict[str, Any], *, json_body: bool, tolerate: Collection[str]
 ) -> dict[str, Any]:
     """The data of a successful call, or of an `ok: false` in `tolerate`; a ToolFailure for any other outcome."""
+    return send_for_headers(client, method, args, json_body=json_body, tolerate=tolerate)[0]
+
+
+def send_for_headers(
+    client: WebClient, method: str, args: dict[str, Any], *, json_body: bool, tolerate: Collection[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`send`, with the answer's headers (auth.test's X-OAuth-Scopes)."""
     try:
         response = client.api_call(method, json=args) if json_body else client.api_call(method, params=args)
     except SlackApiError as exc:
         data = exc.response.data if isinstance(exc.response.data, dict) else {}
         if data.get("error") in tolerate:
-            return dict(data)
+            return dict(data), dict(exc.response.headers or {})
         status = int(getattr(exc.response, "status_code", 200) or 200)
         raise failure_of(method, status=status, headers=exc.response.headers, data=data) from None
     except SlackClientError as exc:
@@ -149,7 +156,7 @@ def send(
             response.data["warning"],
             method,
         )
-    return response.data
+    return response.data, dict(response.headers or {})
 
 
 def _network_failure(client: WebClient, method: str, exc: OSError) -> Unavailable:

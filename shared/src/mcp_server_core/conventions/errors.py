@@ -29,6 +29,8 @@ __all__ = [
     "Unavailable",
     "configure_logging",
     "did_you_mean",
+    "forget_secret",
+    "is_registered_secret",
     "os_failure",
     "redact",
     "register_secret",
@@ -191,6 +193,19 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= 4:
         with _known_lock:
             _known_secrets.add(value)
+
+
+def forget_secret(value: str) -> None:
+    """Stop redacting a value registered with `register_secret`: for per-caller tokens, forgotten when the cache
+    that holds them lets them go, so the set stays as bounded as that cache. A configured secret is never
+    forgotten: `UpstreamTokenVerifier` forgets only tokens it registered itself."""
+    with _known_lock:
+        _known_secrets.discard(value)
+
+
+def is_registered_secret(value: str) -> bool:
+    with _known_lock:
+        return value in _known_secrets
 
 
 PREFIX_SHOWN_MAX = 7

@@ -8,12 +8,22 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["MIN_TOKEN_CHARS", "LogLevel", "ServerSettings", "Transport"]
+__all__ = [
+    "MIN_TOKEN_CHARS",
+    "LogLevel",
+    "ServerSettings",
+    "Transport",
+    "UpstreamIdentityMode",
+    "UpstreamIdentitySettings",
+]
 
 MIN_TOKEN_CHARS = 32
 """A static bearer token shorter than this is guessable: refused at start."""
 
 Transport = Literal["stdio", "http"]
+UpstreamIdentityMode = Literal["single", "per-user-token", "oauth"]
+"""Whom a server acts as upstream: its one configured identity, each caller's own token given as the bearer, or
+each caller's token obtained by an OAuth sign-in the server brokers (docs/identity.md)."""
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -166,6 +176,11 @@ class ServerSettings(BaseSettings):
             raise ValueError("give either a JWT public key file or a JWKS file, not both")
         return self
 
+    def verifies_callers_upstream(self) -> bool:
+        """Whether callers are authenticated by the upstream (their bearer is their upstream token, or an OAuth
+        sign-in): the server then has its own auth provider, and bearer tokens and JWTs are not used."""
+        return False
+
     def bearer_tokens(self) -> list[str]:
         """Every token that may authenticate an HTTP client; ValueError for one too short to be a secret.
 
@@ -184,3 +199,66 @@ class ServerSettings(BaseSettings):
                     "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
                 )
         return tokens
+
+
+class UpstreamIdentitySettings(ServerSettings):
+    """The settings of a server that can act upstream as each caller (GitHub, Slack): one shape for both."""
+
+    upstream_identity: UpstreamIdentityMode = Field(
+        "single",
+        description="single: act as the configured token; per-user-token: the HTTP bearer is the caller's own "
+        "upstream token; oauth: callers sign in with the upstream in a browser",
+    )
+    identity_ttl_s: float = Field(
+        60.0, ge=1, le=3600, description="how long an upstream's verdict on a caller's token is trusted"
+    )
+    identity_cache_size: int = Field(
+        1024, ge=1, le=1_000_000, description="callers' tokens whose verdict is kept at once; the oldest go first"
+    )
+    oauth_client_id: str | None = Field(None, description="with oauth: the OAuth app's client id at the upstream")
+    oauth_client_secret: SecretStr | None = Field(None, description="with oauth: the OAuth app's client secret")
+    oauth_scopes: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="with oauth: the scopes asked of the upstream (default: the server's)"
+    )
+
+    @field_validator("oauth_scopes", mode="before")
+    @classmethod
+    def _split_scopes(cls, value: object) -> object:
+        return _split_commas(value)
+
+    def verifies_callers_upstream(self) -> bool:
+        return self.upstream_identity != "single"
+
+    @model_validator(mode="after")
+    def _one_way_to_authenticate(self) -> Self:
+        if self.upstream_identity == "single":
+            return self
+        mixed = [
+            name
+            for name, given in (
+                ("an auth token", self.auth_token is not None or self.auth_token_file is not None),
+                ("a JWT key", self.jwt_public_key_file is not None or self.jwks_file is not None),
+            )
+            if given
+        ]
+        if mixed:
+            raise ValueError(
+                f"--upstream-identity {self.upstream_identity} authenticates callers by the upstream; "
+                f"{' and '.join(mixed)} would admit callers whose bearer is no upstream token: give one or the other"
+            )
+        if self.upstream_identity == "oauth" and not (self.oauth_client_id and self.oauth_client_secret):
+            raise ValueError("--upstream-identity oauth needs the OAuth app's client id and client secret")
+        if self.upstream_identity == "oauth" and self.workers > 1:
+            raise ValueError(
+                "--upstream-identity oauth keeps sign-ins in the memory of one process: a sign-in made through one "
+                "worker would be unknown to the others; serve it with one worker"
+            )
+        return self
+
+    def check_serving(self) -> None:
+        """ValueError where the upstream identity cannot serve: a caller's token arrives only over HTTP."""
+        if self.upstream_identity != "single" and self.transport != "http":
+            raise ValueError(
+                f"--upstream-identity {self.upstream_identity} needs --transport http: over stdio there is one "
+                "user, the one who started the server; give it the token in the environment instead"
+            )

@@ -172,7 +172,7 @@ class AuditTrail:
             try:
                 if metrics is not None:
                     subject = str((ctx.params or {}).get(subject_key, ""))
-                    metrics.finished(ctx.method, subject, outcome, note.category, seconds)
+                    metrics.finished(ctx.method, subject, outcome, note.category, seconds, principal=_principal())
                 if writing:
                     self._write(ctx, subject_key, note, outcome, code, result, seconds)
             except Exception:  # the trail must never break the call it records

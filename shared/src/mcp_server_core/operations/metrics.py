@@ -9,6 +9,9 @@ What is counted (prometheus-client, text format 0.0.4):
 - `mcp_upstream_failures_total{category}`: isError results whose cause was upstream (unavailable, rate_limited);
 - `mcp_rate_limit_wait_seconds_total{upstream}`: time spent waiting out an upstream's Retry-After;
 - `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason;
+- `mcp_principal_calls_total{principal, outcome}`: tools/call by caller, as the audit line names them (a token's
+  fingerprint and, where known, the account: `token-sha256:…/github:alice`); the first `MAX_NAMES` callers of a
+  process are label values, later ones `other`, so callers cannot grow the series without bound;
 - `mcp_cross_write_confirmations_total{outcome}`: cross writes put to their user (protocol/flows.py): accepted,
   declined, cancelled, timed_out, or refused_no_elicitation (a client that cannot be asked).
 
@@ -68,6 +71,9 @@ class CallMetrics:
             "mcp_rate_limit_wait_seconds", "Seconds spent waiting out upstream rate limits", ["upstream"]
         )
         self.auth_failures = Counter("mcp_auth_failures", "Requests refused at the HTTP front", ["reason"])
+        self.principal_calls = Counter(
+            "mcp_principal_calls", "Tool calls answered, by caller", ["principal", "outcome"]
+        )
         self.cross_write_confirmations = Counter(
             "mcp_cross_write_confirmations", "Cross writes put to their user, by how it ended", ["outcome"]
         )
@@ -76,8 +82,12 @@ class CallMetrics:
     def started(self, method: str) -> None:
         self.in_flight.labels(method).inc()
 
-    def finished(self, method: str, subject: str, outcome: str, category: str | None, seconds: float) -> None:
+    def finished(
+        self, method: str, subject: str, outcome: str, category: str | None, seconds: float, principal: str = ""
+    ) -> None:
         self.in_flight.labels(method).dec()
+        if principal and method == "tools/call":
+            self.principal_calls.labels(self._names.label("principal", principal, "ok"), outcome).inc()
         name = (urlsplit(subject).scheme or "unknown") if method == "resources/read" else subject[:100]
         self.requests.labels(method, self._names.label(method, name, outcome), outcome).inc()
         self.duration.labels(method).observe(seconds)

@@ -34,6 +34,7 @@ from mcp_server_core.conventions.tools import ToolDefinition, tool
 if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
+    from fastmcp.utilities.authorization import AuthCheck
 
     from mcp_server_core.protocol.notifications import ChangeHub
 
@@ -227,6 +228,11 @@ class Toolsets:
                 continue
             built = definition.build()
             built.tags = {*built.tags, _tag(name)}
+            if not definition.read_only:
+                from mcp_server_core.auth.upstream import upstream_allows_writes  # imports fastmcp: serving only
+
+                # A caller whose own upstream token cannot write neither sees nor calls it (per caller, at once).
+                built.auth = [*_checks(built.auth), upstream_allows_writes]
             self._server.add_tool(built)
             names.append(definition.name)
         self._registered[name] = names
@@ -241,6 +247,10 @@ class Toolsets:
             raise ValueError(
                 f"unknown toolset {name!r}. {did_you_mean(name, self._available, noun='toolset')}"
             ) from None
+
+
+def _checks(auth: AuthCheck | list[AuthCheck] | None) -> list[AuthCheck]:
+    return [] if auth is None else list(auth) if isinstance(auth, list) else [auth]
 
 
 def _tag(name: str) -> str:

@@ -139,6 +139,22 @@ def _parser(spec: ServerSpec[Any]) -> argparse.ArgumentParser:
     return parser
 
 
+def add_upstream_identity_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a server that can act upstream as each caller (`UpstreamIdentitySettings`); the OAuth
+    client secret is read from the environment only, where `ps` does not show it."""
+    group = parser.add_argument_group("upstream identity (docs/identity.md)")
+    group.add_argument(
+        "--upstream-identity",
+        choices=["single", "per-user-token", "oauth"],
+        help="single (default): act as the configured token; per-user-token: each HTTP caller's bearer is their "
+        "own upstream token; oauth: callers sign in with the upstream in a browser",
+    )
+    group.add_argument("--identity-ttl-s", type=float, help="how long a token's verdict is trusted (default 60)")
+    group.add_argument("--identity-cache-size", type=int, help="callers' token verdicts kept (default 1024)")
+    group.add_argument("--oauth-client-id", help="with oauth: the OAuth app's client id (its secret: environment)")
+    group.add_argument("--oauth-scope", dest="oauth_scopes", action="append", help="with oauth: a scope to ask for")
+
+
 def host_config(
     host: str, distribution: str, args: Sequence[str], env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
@@ -164,7 +180,9 @@ def remote_config(host: str, distribution: str, settings: ServerSettings) -> dic
     takes stdio servers only), with the bearer token as a placeholder when the server requires one."""
     name = distribution.removeprefix("mcp-server-")
     entry: dict[str, Any] = {"url": _url_of(settings)}
-    if settings.auth_token is not None or settings.auth_token_file is not None:
+    # With per-user-token the bearer is the user's own upstream token; with oauth the host signs in, no header.
+    per_user = getattr(settings, "upstream_identity", None) == "per-user-token"
+    if settings.auth_token is not None or settings.auth_token_file is not None or per_user:
         entry["headers"] = {"Authorization": f"Bearer {TOKEN_PLACEHOLDER}"}
     if host == "vscode":
         return {"servers": {name: {"type": "http", **entry}}}

@@ -524,7 +524,12 @@ async def _send_error(
 
 
 def check_http_settings(settings: ServerSettings) -> AuthProvider | None:
-    """The auth provider `settings` ask for; ValueError for what must not serve: beyond loopback, no auth."""
+    """The auth provider `settings` ask for; ValueError for what must not serve: beyond loopback, no auth.
+
+    A server whose callers are authenticated by its upstream (`verifies_callers_upstream`) brings its own
+    provider (`ReferenceServer.auth`, set when it is built); None is returned for it here."""
+    if settings.verifies_callers_upstream():
+        return None
     auth = auth_provider(settings)
     if not is_loopback(settings.host) and auth is None:
         raise ValueError(
@@ -587,6 +592,8 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
     auth = check_http_settings(settings)
     if auth is not None:
         server.auth = auth
+    elif settings.verifies_callers_upstream() and server.auth is None:
+        raise ValueError(f"{server.name} was built without the auth provider its upstream identity needs")
     if settings.stateless:
         server.without_sessions()
     shared = _share_state(server, settings)
