@@ -24,7 +24,8 @@ when full, forgets the least recent session or records that it lost count, which
 session ask. With `--state-url`, `SharedFlowStore` keeps it in Redis, so a 2026-07-28 client whose requests a
 gateway spreads over hosts is asked on host B about what it read on host A. While Redis is away its history
 cannot be known, so every write asks (or is refused where the client cannot be asked): an outage never lets a
-write pass unasked. What a host records meanwhile is kept in its memory and written to Redis once it answers.
+write pass unasked. What a host records meanwhile is kept in its memory and written to Redis within seconds of its
+answering again (in those seconds, the other hosts do not know it).
 
 Each confirmation is counted (`mcp_cross_write_confirmations_total{outcome}` on /metrics) and named on its call's
 audit line (`cross_write_confirmation`): accepted, declined, cancelled, timed_out or refused_no_elicitation.
@@ -35,6 +36,7 @@ The command-line track has none of this: each command is its own process, run by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
@@ -180,8 +182,8 @@ class SharedFlowStore:
     (`max_places` places, `max_places` confirmed targets) and expiring `ttl_s` after its last use.
 
     Redis away (SharedState's circuit: one timeout, then no waiting at all): the sources answered are this host's
-    memory plus `STORE_AWAY`, so every write asks; what was read is kept in memory and written to Redis with the
-    next operation that reaches it, so the other hosts learn it too."""
+    memory plus `STORE_AWAY`, so every write asks; what was read is kept in memory and written to Redis within
+    `retry_after_s` of its answering again (`keep_sending`), so the other hosts learn it too."""
 
     def __init__(self, state: SharedState, *, ttl_s: float = FLOW_TTL_S, max_places: int = 256) -> None:
         self.state = state
@@ -199,11 +201,27 @@ class SharedFlowStore:
 
     async def _run(self, operation: Any) -> Any:
         """`operation(client)` in Redis after sending what an outage kept here; StateUnavailable if Redis fails."""
-        for _ in range(min(len(self._unsent), FLUSH_PER_OPERATION)):  # a few each time: no call waits on them all
+        await self._send_unsent(FLUSH_PER_OPERATION)  # a few each time: no call waits on them all
+        return await self.state.run(operation)
+
+    async def _send_unsent(self, most: int) -> None:
+        for _ in range(min(len(self._unsent), most)):
             key = next(iter(self._unsent))
             await self.state.run(partial(self._send_sources, key=key, places=await self.memory.sources(key)))
             self._unsent.pop(key, None)
-        return await self.state.run(operation)
+
+    async def send_unsent(self) -> None:
+        """Send Redis every history an outage kept here, if it answers now. Until it is sent, another host does not
+        know those reads, so the host calls this every few seconds (`keep_sending`), not only on its next call."""
+        with contextlib.suppress(StateUnavailable):
+            await self._send_unsent(len(self._unsent))
+
+    async def keep_sending(self) -> None:
+        """`send_unsent` every `retry_after_s`, for as long as the server serves (a background job)."""
+        while True:
+            await asyncio.sleep(self.state.retry_after_s)
+            if self._unsent:
+                await self.send_unsent()
 
     def _send_sources(self, client: Redis, key: str, places: Iterable[Place]) -> Awaitable[Any]:
         sources, _ = self._keys(key)

@@ -628,7 +628,8 @@ def _share_state(server: ReferenceServer, settings: ServerSettings) -> SharedSta
     server._state_storage = shared.key_value(MemoryStore(max_entries_per_collection=MAX_STORED_EVENTS))
     server.changes.shared = shared
     # What each session or principal read, so a write on one host is asked about a read on another (flows.py).
-    server.flows.store = SharedFlowStore(shared, ttl_s=max(FLOW_TTL_S, settings.session_idle_timeout_s))
+    flows = server.flows.store = SharedFlowStore(shared, ttl_s=max(FLOW_TTL_S, settings.session_idle_timeout_s))
+    server.run_in_background(flows.keep_sending)  # reads an outage kept here reach the other hosts soon after it
     # A 2026-07-28 client answers a confirmation in a second request, which any host may serve: it must be able
     # to open the request state the asking host sealed.
     sealing = shared.shared_secret("request-state")
