@@ -196,6 +196,10 @@ async def test_while_redis_is_away_every_write_asks_and_what_was_read_reaches_re
     secret = Place("folder", "/srv/private")
     await store.add_sources("alice", [secret])
     assert {secret, STORE_AWAY} <= await store.sources("alice")
+    # The user's "allow" during the outage holds for what this host knows, never for the unknown.
+    public = Place("folder", "/srv/public")
+    await store.add_confirmed("alice", public, [secret, STORE_AWAY])
+    assert await store.confirmed("alice", public) == {secret}
 
     with redis_server(redis_port):
         # Back: the host's background job sends what the outage kept here, without waiting for a call of its own.

@@ -277,10 +277,14 @@ class SharedFlowStore:
             names = json.loads(stored)
         except ValueError:
             return mine
-        return mine | {_place(name, "") for name in names if isinstance(name, str)}
+        # An entry this family did not write confirms nothing (a place that cannot be read is no answer of a user).
+        return mine | {place for name in names if isinstance(name, str) and (place := _place(name, "")) != LOST_COUNT}
 
     async def add_confirmed(self, key: str, target: Place, sources: Iterable[Place]) -> None:
         _, confirmed = self._keys(key)
+        # "What other hosts saw while Redis was away" is never confirmed once for all: what it stands for may grow
+        # after the answer, so each write during an outage asks again.
+        sources = [place for place in sources if place != STORE_AWAY]
         names = [_field(place) for place in sources]
         try:
             await self._run(
