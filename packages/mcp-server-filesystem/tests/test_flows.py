@@ -80,6 +80,21 @@ async def test_writing_in_the_root_read_does_not_ask(tmp_path: Path, make_server
     assert (public / "todo.md").read_text() == "- x\n"
 
 
+async def test_nested_roots_are_one_place_whatever_their_order(tmp_path: Path, make_server: Make) -> None:
+    """Whoever allowed /A allowed /A/b too: reading /A and writing under /A/b is no cross write."""
+    outer = tmp_path / "A"
+    (outer / "b").mkdir(parents=True)
+    (outer / "notes.md").write_text("x\n")
+    for roots in ((outer / "b", outer), (outer, outer / "b")):
+        asked = Asked("decline")
+        async with Client(make_server(*roots), elicitation_handler=asked) as client:
+            await client.call_tool("read_file", {"path": str(outer / "notes.md")})
+            result = await client.call_tool_mcp("write_file", {"path": str(outer / "b" / "t.md"), "content": "y\n"})
+        assert not result.is_error, text(result)
+        assert asked.messages == []
+        assert (outer / "b" / "t.md").read_text() == "y\n"
+
+
 async def test_without_elicitation_the_write_is_refused_and_the_tree_unchanged(
     tmp_path: Path, make_server: Make
 ) -> None:

@@ -40,7 +40,10 @@ def _type_name(method: str) -> str:
 async def _every_method_once(fake: FakeSlack) -> None:
     """Answers of every method the server calls, successes and a documented error each, so this test checks
     them even when it runs alone."""
-    async with Client(make_server(fake, **WRITABLE)) as client:
+    server = make_server(fake, **WRITABLE)
+    # One session reads every channel and then posts: cross writes, which test_flows.py covers.
+    server.flows.allow(everywhere=True)
+    async with Client(server) as client:
         await client.call_tool("list_users", {"query": "U0CAROL00"})  # cold: users.info
         await client.call_tool("read_messages", {"channel": "C0RANDOM0"})  # cold: conversations.info
         await client.call_tool("list_channels", {})

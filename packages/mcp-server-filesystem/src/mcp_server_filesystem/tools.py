@@ -128,12 +128,19 @@ def folders_of(
             return [Place("folder", root, printable(root)) for root in roots]
 
         def roots_of() -> list[Place]:
-            located = [box.locate(path, follow_leaf=follow_leaf).root for path in paths]
+            located = [_outermost(box, box.locate(path, follow_leaf=follow_leaf).root) for path in paths]
             return [Place("folder", root, printable(root)) for root in dict.fromkeys(located)]
 
         return await _in_thread(roots_of)
 
     return declared
+
+
+def _outermost(box: Sandbox, root: str) -> str:
+    """The widest allowed root holding `root`: nested roots (`/A` and `/A/b`) are one place to the confirmation of
+    cross writes, as whoever allowed `/A` allowed everything under it."""
+    holders = [r for r in box.roots if r == root or root.startswith(r.rstrip(os.sep) + os.sep)]
+    return min(holders, key=len, default=root)
 
 
 def _when(timestamp: float) -> str:
