@@ -69,10 +69,12 @@ def _peak_rss_kib(pid: int) -> int:
     return 0
 
 
-def _start_server(workers: int, port: int, extra: list[str] | None = None) -> subprocess.Popen[bytes]:
+def _start_server(
+    workers: int, port: int, extra: list[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
     argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR", *(extra or [])]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -169,9 +171,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def run_cell(workers: int, sessions: int, extra: list[str] | None = None) -> Cell:
+def run_cell(workers: int, sessions: int, extra: list[str] | None = None, env: dict[str, str] | None = None) -> Cell:
     port = _free_port()
-    process = _start_server(workers, port, extra)
+    process = _start_server(workers, port, extra, env)
     cell = Cell(workers, sessions)
     pids = _children(process.pid) if workers > 1 else [process.pid]
     try:
@@ -231,31 +233,142 @@ def render(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
-OVERHEAD_ROUNDS = 5
+LATENCY_ROUNDS = 15
+LATENCY_CALLS = 200
+THROUGHPUT_ROUNDS = 5
+SINK = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Sink(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.received += len(body)
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        answer = str(self.server.received).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
+server.received = 0
+server.serve_forever()
+"""
+"""An OTLP/HTTP collector that accepts and counts: the exporter's real work (encode, POST) without a collector's."""
 
 
-def audit_overhead() -> int:
-    """`--audit-overhead`: the same cell (1 worker, 16 sessions) with and without an audit log, taking turns,
-    beside what the metrics cost per call in this process (they are always on over HTTP)."""
+@dataclass
+class Overhead:
+    latency_ms: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
+    rates: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
+    audit_lines: int = 0
+    span_bytes: int = 0
+    load: str = ""
+    metrics_us: float = 0.0
+
+
+def _operations_argv(folder: str) -> list[str]:
+    return ["--audit-log", f"{folder}/audit.jsonl"]
+
+
+def _operations_env(sink_port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}",
+        "OTEL_SERVICE_NAME": "bench",
+    }
+
+
+async def _sequential(url: str, calls: int, first_id: int) -> list[float]:
+    """One session, one connection: `calls` tools/call answered one after another; each latency, checked."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers["MCP-Protocol-Version"] = PROTOCOL
+    latencies = []
+    async with httpx2.AsyncClient(headers=headers, timeout=30, limits=httpx2.Limits(max_connections=1)) as client:
+        for step in range(calls):
+            request_id = first_id + step
+            customer = 1 + step % 50
+            arguments = {"sql": QUERY, "params": {"id": customer}}
+            body = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "run_query", "arguments": arguments},
+            }
+            began = time.perf_counter()
+            result = _answer(await client.post(url, json=body), request_id)
+            latencies.append(time.perf_counter() - began)
+            rows = result["structuredContent"]["rows"]
+            if result["isError"] or len(rows) != 1 or rows[0][0] != customer:
+                raise ValueError(f"wrong rows for customer {customer}: {rows!r}")
+    return latencies
+
+
+def operations_overhead() -> Overhead:
+    """The audit log (a file) and tracing (OTLP/HTTP to a local sink) on, against both off: the same mcp-server-db,
+    1 worker. Latency: two servers run side by side, and each round sends LATENCY_CALLS sequential calls over one
+    connection to one, then the other (the order alternating), so both arms meet the same machine; the figure is
+    the median of the rounds' medians. Throughput: the 16-session cell, the arms taking turns."""
     import statistics
     import tempfile
     import timeit
 
     from mcp_server_core.operations.metrics import call_metrics
 
-    rates: dict[str, list[float]] = {"off": [], "on": []}
+    result = Overhead()
+    sink_port = _free_port()
+    sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
+    ports = {"off": _free_port(), "on": _free_port()}
     with tempfile.TemporaryDirectory() as folder:
-        for round_ in range(OVERHEAD_ROUNDS):
+        servers = {
+            "off": _start_server(1, ports["off"]),
+            "on": _start_server(1, ports["on"], _operations_argv(folder), env=_operations_env(sink_port)),
+        }
+        try:
+            urls = {mode: f"http://127.0.0.1:{port}/mcp" for mode, port in ports.items()}
+            for mode in ("off", "on"):  # warm: the first calls import the SQL guard's parser
+                asyncio.run(_sequential(urls[mode], 50, 1))
+            for round_ in range(LATENCY_ROUNDS):
+                for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
+                    latencies = asyncio.run(_sequential(urls[mode], LATENCY_CALLS, 1))
+                    result.latency_ms[mode].append(1000 * statistics.median(latencies))
+                print(
+                    f"latency round {round_ + 1}: off {result.latency_ms['off'][-1]:.3f} ms, "
+                    f"on {result.latency_ms['on'][-1]:.3f} ms",
+                    file=sys.stderr,
+                )
+        finally:
+            for server in servers.values():
+                _stop_server(server)
+        for round_ in range(THROUGHPUT_ROUNDS):
             for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
-                extra = ["--audit-log", f"{folder}/audit.jsonl"] if mode == "on" else []
-                cell = run_cell(1, 16, extra)
+                if mode == "on":
+                    cell = run_cell(1, 16, _operations_argv(folder), env=_operations_env(sink_port))
+                else:
+                    cell = run_cell(1, 16)
                 if cell.errors or cell.crashed:
-                    print(f"audit {mode}: {cell.errors[:3]} {cell.crashed}", file=sys.stderr)
-                    return 1
-                rates[mode].append(len(cell.latencies) / cell.elapsed)
-                print(f"audit {mode}: {rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+                    raise SystemExit(f"operations {mode}: {cell.errors[:3]} {cell.crashed}")
+                result.rates[mode].append(len(cell.latencies) / cell.elapsed)
+                print(f"throughput {mode}: {result.rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+        result.audit_lines = len(Path(folder, "audit.jsonl").read_text().splitlines())
+    try:
+        result.span_bytes = int(httpx2.get(f"http://127.0.0.1:{sink_port}/", timeout=5).text)
+    finally:
+        sink.terminate()
+        sink.wait()
+    with open("/proc/loadavg") as loadavg:
+        result.load = " ".join(loadavg.read().split()[:3])
     metrics = call_metrics()
-    per_call = (
+    result.metrics_us = 1e6 * (
         min(
             timeit.repeat(
                 lambda: (metrics.started("tools/call"), metrics.finished("tools/call", "run_query", "ok", None, 0.002)),
@@ -265,34 +378,50 @@ def audit_overhead() -> int:
         )
         / 10_000
     )
-    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    report = "\n".join(
+    return result
+
+
+def render_overhead(result: Overhead) -> str:
+    import statistics
+
+    latency = {mode: statistics.median(values) for mode, values in result.latency_ms.items()}
+    rate = {mode: statistics.median(values) for mode, values in result.rates.items()}
+    ratios = [on / off for on, off in zip(result.latency_ms["on"], result.latency_ms["off"], strict=True)]
+    spread = {mode: f"{min(values):.3f} to {max(values):.3f}" for mode, values in result.latency_ms.items()}
+    return "\n".join(
         [
-            "# Audit and metrics overhead on the HTTP load cell",
+            "## Audit log and tracing on (1 worker)",
             "",
-            f"`uv run python bench/http_load.py --audit-overhead` on {platform.machine()}, {os.cpu_count()} cores, "
-            f"{time.strftime('%Y-%m-%d')}: mcp-server-db, 1 worker, 16 sessions, {DURATION_S:g} s a cell, "
-            f"{OVERHEAD_ROUNDS} rounds taking turns; medians.",
+            "Both on: `--audit-log <file>` and `OTEL_TRACES_EXPORTER=otlp` to a local OTLP/HTTP sink (the exporter's",
+            "real encoding and POSTs); off: neither. Latency: one session, sequential tools/call `run_query`, "
+            f"{LATENCY_ROUNDS} rounds of",
+            f"{LATENCY_CALLS} calls to each of two servers running side by side, the order alternating; the median of "
+            "the rounds' medians.",
+            f"Throughput: the 16-session cell above, {THROUGHPUT_ROUNDS} rounds taking turns, {DURATION_S:g} s each; "
+            "the median.",
+            f"Load average (1, 5, 15 min) at the end: {result.load}.",
             "",
-            "| audit log | requests/s |",
-            "|---|---:|",
-            f"| off | {off:.0f} |",
-            f"| on (a file) | {on:.0f} |",
-            f"| change | {(on - off) / off * 100:+.1f}% |",
+            "| measure | off | audit + tracing on | overhead |",
+            "|---|---:|---:|---:|",
+            f"| single-session call latency, median ms | {latency['off']:.3f} | {latency['on']:.3f} | "
+            f"{(latency['on'] / latency['off'] - 1) * 100:+.1f}% |",
+            f"| throughput at 16 sessions, requests/s | {rate['off']:.0f} | {rate['on']:.0f} | "
+            f"{(1 - rate['on'] / rate['off']) * 100:+.1f}% |",
             "",
-            f"Metrics (always on over HTTP): {per_call * 1e6:.1f} µs per call to record, in-process "
-            f"(prometheus-client, a counter, a histogram and a gauge), {per_call * off * 100:.2f}% of one core "
-            f"at {off:.0f} requests/s.",
+            f"Per-round latency ratio on/off: median {statistics.median(ratios):.3f}, {min(ratios):.3f} to "
+            f"{max(ratios):.3f}; round medians off {spread['off']} ms, on {spread['on']} ms.",
+            f"The 'on' servers wrote {result.audit_lines:,} audit lines and exported {result.span_bytes:,} bytes of "
+            "spans (OTLP protobuf).",
+            f"Metrics (always on over HTTP, both arms): {result.metrics_us:.1f} µs per call to record, in-process.",
+            "",
         ]
     )
-    (HERE / "results-http-overhead.md").write_text(report + "\n")
-    print(report)
-    return 0
 
 
 def main() -> int:
-    if "--audit-overhead" in sys.argv[1:]:
-        return audit_overhead()
+    if "--overhead-only" in sys.argv[1:]:  # the operations rows alone, printed, for trying a change
+        print(render_overhead(operations_overhead()))
+        return 0
     out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
@@ -306,7 +435,7 @@ def main() -> int:
             )
             for error in cell.errors[:5]:
                 print(f"  {error}", file=sys.stderr)
-    report = render(cells)
+    report = render(cells) + "\n" + render_overhead(operations_overhead())
     out.write_text(report)
     print(report)
     print(f"total {time.monotonic() - started:.0f} s", file=sys.stderr)

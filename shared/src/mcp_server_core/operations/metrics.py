@@ -8,7 +8,8 @@ What is counted (prometheus-client, text format 0.0.4):
 - `mcp_requests_in_flight{method}`: calls being answered now;
 - `mcp_upstream_failures_total{category}`: isError results whose cause was upstream (unavailable, rate_limited);
 - `mcp_rate_limit_wait_seconds_total{upstream}`: time spent waiting out an upstream's Retry-After;
-- `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason.
+- `mcp_auth_failures_total{reason}`: requests refused at the HTTP front, by reason;
+- `mcp_audit_dropped_total`: audit lines dropped because their destination fell behind (audit.py).
 
 The outcome is the one the audit trail computes (one SDK middleware observes each call once for both). With
 `--workers N`, prometheus-client's multiprocess mode aggregates every worker: the parent names a fresh folder in
@@ -36,6 +37,7 @@ __all__ = [
     "add_metrics_route",
     "call_metrics",
     "prepare_for_workers",
+    "record_audit_dropped",
     "record_auth_failure",
     "record_rate_limit_wait",
     "remove_folder",
@@ -65,6 +67,7 @@ class CallMetrics:
             "mcp_rate_limit_wait_seconds", "Seconds spent waiting out upstream rate limits", ["upstream"]
         )
         self.auth_failures = Counter("mcp_auth_failures", "Requests refused at the HTTP front", ["reason"])
+        self.audit_dropped = Counter("mcp_audit_dropped", "Audit lines dropped because their destination fell behind")
         self._names = _LabelNames()
 
     def started(self, method: str) -> None:
@@ -116,6 +119,11 @@ def record_rate_limit_wait(upstream: str, seconds: float) -> None:
     """An upstream client waited `seconds` for a rate limit (GitHub, Slack); counted where metrics are on."""
     if _metrics:
         _metrics[0].rate_limit_wait.labels(upstream).inc(seconds)
+
+
+def record_audit_dropped(lines: int) -> None:
+    if _metrics:
+        _metrics[0].audit_dropped.inc(lines)
 
 
 def record_auth_failure(reason: str) -> None:
