@@ -27,11 +27,11 @@ import hashlib
 import json
 import logging
 import os
-import queue
 import select
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -416,19 +416,23 @@ class _Destination:
         os.close(self.fd)
 
 
-_STOP = object()
-
-
 class _Writer:
-    """The bounded queue and the one thread that drains it; see the module docstring."""
+    """The bounded queue and the one thread that drains it; see the module docstring.
+
+    Waking a thread costs more than formatting a line on a busy machine (the kernel may run the woken thread at
+    once and the caller waits for a core), so a call wakes the writer only when it sleeps with nothing to do;
+    while lines keep coming it takes them every `_LINGER_S`."""
 
     def __init__(self, destination: _Destination, max_queued_lines: int) -> None:
         self.destination = destination
         self.max_queued_lines = max_queued_lines
-        self._queue: queue.SimpleQueue[_Facts | object] = queue.SimpleQueue()
-        self._lock = threading.Condition()
+        self._queue: deque[tuple[_Facts, int]] = deque()
+        self._lock = threading.Condition(threading.Lock())
         self._pending = 0  # queued or being written
         self._chars = 0
+        self._idle = True  # the writer waits for `_wake` (or has not started)
+        self._wake = threading.Event()
+        self._stopping = False
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self._dropping = 0  # lines dropped in the current burst
@@ -437,6 +441,7 @@ class _Writer:
     def put(self, facts: _Facts) -> bool:
         """Queue one line; False if it was dropped because the writer is that far behind."""
         weight = facts.weight()
+        wake = False
         with self._lock:
             full = self._pending >= self.max_queued_lines or self._chars + weight > MAX_QUEUED_CHARS
             if full:
@@ -444,7 +449,9 @@ class _Writer:
             else:
                 self._pending += 1
                 self._chars += weight
+                self._queue.append((facts, weight))
                 burst_ended, self._dropping = self._dropping, 0
+                wake, self._idle = self._idle, False
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
                     self._thread.start()
@@ -452,7 +459,8 @@ class _Writer:
         if full:
             self._report_dropped(1, burst_began)
             return False
-        self._queue.put((facts, weight))
+        if wake:
+            self._wake.set()
         if burst_ended:
             logger.warning("audit lines are queued again, after %d were dropped", burst_ended)
         return True
@@ -479,26 +487,20 @@ class _Writer:
 
     def _run(self) -> None:
         while True:
-            first = self._queue.get()
-            if first is _STOP:
-                return
-            time.sleep(_LINGER_S)
-            batch: list[Any] = [first]
-            stop = False
-            while len(batch) < _MAX_BATCH_LINES:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stop = True
-                    break
-                batch.append(item)
-            self._write(batch)
-            if stop:
-                return
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(_LINGER_S)  # let the call that woke us send its answer; gather the lines after it
+            while True:
+                with self._lock:
+                    batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH_LINES))]
+                    if not batch:
+                        self._idle = True
+                        if self._stopping:
+                            return
+                        break
+                self._write(batch)
 
-    def _write(self, batch: list[Any]) -> None:
+    def _write(self, batch: list[tuple[_Facts, int]]) -> None:
         lines = []
         for facts, _weight in batch:
             try:
@@ -529,8 +531,9 @@ class _Writer:
 
     def close(self, timeout_s: float) -> None:
         flushed = self.flush(timeout_s)
-        if self._thread is not None:
-            self._queue.put(_STOP)
+        with self._lock:
+            self._stopping = True
+        self._wake.set()
         if flushed:  # a writer stuck in a write keeps its descriptor; the process is leaving or reconfiguring
             self.destination.close()
 
