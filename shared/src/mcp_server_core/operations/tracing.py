@@ -11,6 +11,10 @@ class (`mcp.outcome`, as in the audit trail), the failure's category and the byt
 never become attributes, and spans leave without exception messages, stack traces or error descriptions:
 fastmcp and the MCP SDK record a failed request's exception on its span, and a failure's message may quote the
 arguments ("note 'x' not found"). The exception's type and the error status stay; the server log has the rest.
+
+What a span costs on the request path is the SDK's (fastmcp's request span, a statement's child span); the
+family's part is kept out of it: spans leave through the SDK's batch processor, on its own thread, and only spans
+that carry exception text are copied there. bench/results-http.md measures the whole with the audit log.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
 
 __all__ = ["annotate_call", "configure_tracing", "start_upstream_span", "upstream_span"]
 
@@ -70,18 +78,70 @@ def configure_tracing(service_name: str, version: str) -> Callable[[], None] | N
     resource = Resource.create({"service.name": service_name, "service.version": version})
     if "OTEL_SERVICE_NAME" in os.environ:
         resource = resource.merge(Resource.create({"service.name": os.environ["OTEL_SERVICE_NAME"]}))
-    provider = TracerProvider(resource=resource)
+    provider: TracerProvider = _answering_from_a_dict(TracerProvider)(resource=_hashed_once(Resource, resource))
     # Duck-typed as an exporter: a subclass would need the SDK, which stays optional until here.
     provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", _WithoutMessages(exporter))))
     trace.set_tracer_provider(provider)
+    global _tracer
+    _tracer = provider.get_tracer("mcp_server_core")  # not through the proxy taken at import, at every statement
     logger.info("tracing: spans go to the %s exporter", kind)
     return provider.shutdown
 
 
+def _answering_from_a_dict(provider_class: type[TracerProvider]) -> type[TracerProvider]:
+    """The SDK's TracerProvider, answering `get_tracer` from a dict.
+
+    fastmcp asks for its tracer at every request span; the SDK then builds two scope objects (one through a
+    deprecation wrapper) and resets the warnings filters, before returning the tracer it made the first time.
+    Scopes with attributes are left to the SDK (a mapping is no dict key)."""
+
+    class _TracerProvider(provider_class):  # type: ignore[valid-type,misc]
+        _MAX_TRACERS = 64  # instrumentation names: a handful (fastmcp, the helpers, a library or two)
+
+        def get_tracer(
+            self,
+            instrumenting_module_name: str,
+            instrumenting_library_version: str | None = None,
+            schema_url: str | None = None,
+            attributes: Any = None,
+        ) -> trace.Tracer:
+            key = (instrumenting_module_name, instrumenting_library_version, schema_url)
+            known: dict[tuple[str, str | None, str | None], trace.Tracer] = self.__dict__.setdefault("_known", {})
+            tracer = known.get(key) if attributes is None else None
+            if tracer is None:
+                tracer = super().get_tracer(
+                    instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+                )
+                if attributes is None and len(known) < self._MAX_TRACERS:
+                    known[key] = tracer
+            return tracer
+
+    return _TracerProvider
+
+
+def _hashed_once(resource_class: type[Resource], resource: Resource) -> Resource:
+    """The same resource, hashed once: the OTLP encoder groups spans by resource, hashing it for every span, and the
+    SDK hashes a resource by dumping its attributes to JSON each time."""
+
+    class _Resource(resource_class):  # type: ignore[valid-type,misc]
+        def __init__(self, attributes: Any, schema_url: str | None = None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = int(super().__hash__())
+
+        def __hash__(self) -> int:
+            return self._hash
+
+    return _Resource(resource.attributes, resource.schema_url)
+
+
 def _without_messages(span: Any) -> Any:
-    """A copy of an ended span whose exception events keep their type only, and whose status no description."""
+    """A copy of an ended span whose exception events keep their type only, and whose status no description; the
+    span itself when it has neither (most spans: the copy is made only where there is text to leave out)."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import Status
+
+    if span.status.description is None and not any(e.name == "exception" for e in span.events):
+        return span
 
     events = [
         Event(e.name, {k: v for k, v in (e.attributes or {}).items() if k == "exception.type"}, e.timestamp)
@@ -136,7 +196,7 @@ def annotate_call(toolset: str | None, outcome: str, *, category: str | None = N
     span.set_attributes(attributes)
 
 
-_tracer = trace.get_tracer("mcp_server_core")
+_tracer: trace.Tracer = trace.get_tracer("mcp_server_core")
 
 
 def _name_and_attributes(system: str, operation: str, attributes: dict[str, str | int | bool]) -> dict[str, Any]:
