@@ -269,10 +269,19 @@ server.serve_forever()
 class Overhead:
     latency_ms: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
     rates: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
+    cpu_s: dict[str, float] = field(default_factory=lambda: {"off": 0.0, "on": 0.0})
+    calls: dict[str, int] = field(default_factory=lambda: {"off": 0, "on": 0})
     audit_lines: int = 0
     span_bytes: int = 0
     load: str = ""
     metrics_us: float = 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used, all its threads (the audit writer's and the span exporter's included)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _operations_argv(folder: str) -> list[str]:
@@ -339,7 +348,10 @@ def operations_overhead() -> Overhead:
                 asyncio.run(_sequential(urls[mode], 50, 1))
             for round_ in range(LATENCY_ROUNDS):
                 for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
+                    cpu_before = _cpu_s(servers[mode].pid)
                     latencies = asyncio.run(_sequential(urls[mode], LATENCY_CALLS, 1))
+                    result.cpu_s[mode] += _cpu_s(servers[mode].pid) - cpu_before
+                    result.calls[mode] += LATENCY_CALLS
                     result.latency_ms[mode].append(1000 * statistics.median(latencies))
                 print(
                     f"latency round {round_ + 1}: off {result.latency_ms['off'][-1]:.3f} ms, "
@@ -386,6 +398,7 @@ def render_overhead(result: Overhead) -> str:
 
     latency = {mode: statistics.median(values) for mode, values in result.latency_ms.items()}
     rate = {mode: statistics.median(values) for mode, values in result.rates.items()}
+    cpu = {mode: 1000 * result.cpu_s[mode] / max(result.calls[mode], 1) for mode in ("off", "on")}
     ratios = [on / off for on, off in zip(result.latency_ms["on"], result.latency_ms["off"], strict=True)]
     spread = {mode: f"{min(values):.3f} to {max(values):.3f}" for mode, values in result.latency_ms.items()}
     return "\n".join(
@@ -407,6 +420,8 @@ def render_overhead(result: Overhead) -> str:
             f"{(latency['on'] / latency['off'] - 1) * 100:+.1f}% |",
             f"| throughput at 16 sessions, requests/s | {rate['off']:.0f} | {rate['on']:.0f} | "
             f"{(1 - rate['on'] / rate['off']) * 100:+.1f}% |",
+            f"| server CPU per sequential call, ms (all threads) | {cpu['off']:.3f} | {cpu['on']:.3f} | "
+            f"{(cpu['on'] / cpu['off'] - 1) * 100:+.1f}% |",
             "",
             f"Per-round latency ratio on/off: median {statistics.median(ratios):.3f}, {min(ratios):.3f} to "
             f"{max(ratios):.3f}; round medians off {spread['off']} ms, on {spread['on']} ms.",

@@ -437,6 +437,7 @@ class _Writer:
         self.dropped = 0
         self._dropping = 0  # lines dropped in the current burst
         self._redacted = _Redacted()
+        self._stuck = False  # a flush gave up and no write has completed since: the next one need not wait again
 
     def put(self, facts: _Facts) -> bool:
         """Queue one line; False if it was dropped because the writer is that far behind."""
@@ -515,6 +516,7 @@ class _Writer:
             lost = len(batch)
         burst_began = False
         with self._lock:
+            self._stuck = False
             self._pending -= len(batch)
             self._chars -= sum(weight for _facts, weight in batch)
             if lost:
@@ -525,9 +527,17 @@ class _Writer:
 
     def flush(self, timeout_s: float) -> bool:
         with self._lock:
-            if self._thread is not None and self._thread.ident == threading.get_ident():
+            if self._stuck or (self._thread is not None and self._thread.ident == threading.get_ident()):
                 return self._pending == 0
-            return self._lock.wait_for(lambda: self._pending == 0, timeout_s)
+            flushed = self._lock.wait_for(lambda: self._pending == 0, timeout_s)
+            self._stuck = not flushed
+        if not flushed:
+            logger.warning(
+                "the audit log's destination took no lines for %.0f s: %d lines left unwritten",
+                timeout_s,
+                self._pending,
+            )
+        return flushed
 
     def close(self, timeout_s: float) -> None:
         flushed = self.flush(timeout_s)
@@ -552,8 +562,8 @@ def _after_fork_in_child() -> None:
 
 
 def _flush_at_exit() -> None:
-    if _writer is not None and not _writer.flush(FLUSH_TIMEOUT_S):
-        logger.warning("audit lines still queued at exit were not written within %.0f s", FLUSH_TIMEOUT_S)
+    if _writer is not None:
+        _writer.flush(FLUSH_TIMEOUT_S)
 
 
 if hasattr(os, "register_at_fork"):
