@@ -238,9 +238,11 @@ LATENCY_CALLS = 200
 THROUGHPUT_ROUNDS = 5
 SINK = """
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a collector does: the exporter reuses its connection
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         self.server.received += len(body)
@@ -258,7 +260,7 @@ class Sink(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
 server.received = 0
 server.serve_forever()
 """

@@ -72,10 +72,14 @@ MAX_QUEUED_CHARS = 8 * 1024 * 1024
 until the writer redacts them, so their size is bounded as well as their number."""
 FLUSH_TIMEOUT_S = 2.0
 """How long shutdown waits for queued lines to reach a destination that is slow to take them."""
-_LINGER_S = 0.02
+_LINGER_S = 0.1
 """The writer waits this long after the first line of a batch: the call that queued it is still sending its
-answer, and a batch costs one wake-up and a few writes however many lines it holds."""
+answer, and a batch costs one wake-up however many lines it holds (each wake-up takes the interpreter lock from
+the event loop at a moment of the kernel's choosing)."""
 _MAX_BATCH_LINES = 512
+_LINES_PER_WRITE = 16
+"""Lines formatted between two writes: each write lets go of the interpreter lock, so the event loop never waits
+behind more than this many lines' formatting."""
 _CHUNK_BYTES = select.PIPE_BUF
 """Bytes per write: whole lines, at most a pipe's atomic write, so lines on stderr never interleave with the
 human log's, and `--workers` appending to one file never interleave with each other."""
@@ -502,18 +506,20 @@ class _Writer:
                 self._write(batch)
 
     def _write(self, batch: list[tuple[_Facts, int]]) -> None:
-        lines = []
-        for facts, _weight in batch:
+        lost = 0
+        for start in range(0, len(batch), _LINES_PER_WRITE):
+            lines = []
+            for facts, _weight in batch[start : start + _LINES_PER_WRITE]:
+                try:
+                    lines.append(_line(facts, self._redacted))
+                except Exception:  # one line that cannot be formatted must not lose the others
+                    logger.exception("could not format an audit line")
+                    lost += 1
             try:
-                lines.append(_line(facts, self._redacted))
-            except Exception:  # one line that cannot be formatted must not lose the others
-                logger.exception("could not format an audit line")
-        lost = len(batch) - len(lines)
-        try:
-            self.destination.write(lines)
-        except OSError as exc:
-            logger.warning("could not write %d audit lines: %s", len(lines), exc)
-            lost = len(batch)
+                self.destination.write(lines)
+            except OSError as exc:
+                logger.warning("could not write %d audit lines: %s", len(lines), exc)
+                lost += len(lines)
         burst_began = False
         with self._lock:
             self._stuck = False
