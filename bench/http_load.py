@@ -7,8 +7,11 @@ connection each) initialize and then loop for a fixed time over a mix of one too
 of `run_query` on the sample, each call with its own parameter so a misrouted answer would show. Every answer
 is checked: the right id, no JSON-RPC error, isError false, the expected rows. Reported per cell:
 requests/s, p50/p95/p99 latency, errors (lost or wrong answers, which must be 0), and peak RSS (VmHWM) of each
-worker process. Bounded: 6 cells of DURATION_S seconds plus start-up, well under 3 minutes. Writes
-bench/results-http.md and exits 1 if any answer was lost or wrong, or a server process died.
+worker process. Then what the audit log and tracing cost, both on against both off (`operations_overhead`):
+single-session sequential latency over interleaved rounds, the server's CPU per call, and the 16-session
+throughput, the arms taking turns. Bounded: 16 cells of DURATION_S seconds, 30 rounds of LATENCY_CALLS calls,
+plus start-ups, about 5 minutes. Writes bench/results-http.md and exits 1 if any answer was lost or wrong, or a
+server process died. `--overhead-only` runs and prints the overhead rows alone, writing nothing.
 """
 
 from __future__ import annotations
@@ -74,6 +77,9 @@ def _start_server(
 ) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
     argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR", *(extra or [])]
+    # Every session here is the same client to the server (no token: all are `local`), where in use each would be
+    # its own: its per-client limits are raised to what 64 clients would have (4 running, 32 waiting, each).
+    argv += ["--max-calls-per-client", "256", "--max-queued-calls-per-client", "2048"]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -267,12 +273,17 @@ server.serve_forever()
 """An OTLP/HTTP collector that accepts and counts: the exporter's real work (encode, POST) without a collector's."""
 
 
+MODES = ("off", "on", "sampled")
+"""Both off; the audit log and tracing on, every span kept (the SDK's default); the same with a tenth of the
+traces sampled (OTEL_TRACES_SAMPLER, the SDK's own setting)."""
+
+
 @dataclass
 class Overhead:
-    latency_ms: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
-    rates: dict[str, list[float]] = field(default_factory=lambda: {"off": [], "on": []})
-    cpu_s: dict[str, float] = field(default_factory=lambda: {"off": 0.0, "on": 0.0})
-    calls: dict[str, int] = field(default_factory=lambda: {"off": 0, "on": 0})
+    latency_ms: dict[str, list[float]] = field(default_factory=lambda: {mode: [] for mode in MODES})
+    rates: dict[str, list[float]] = field(default_factory=lambda: {mode: [] for mode in MODES})
+    cpu_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODES, 0.0))
+    calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
     audit_lines: int = 0
     span_bytes: int = 0
     load: str = ""
@@ -286,17 +297,19 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _operations_argv(folder: str) -> list[str]:
-    return ["--audit-log", f"{folder}/audit.jsonl"]
-
-
-def _operations_env(sink_port: int) -> dict[str, str]:
-    return {
+def _operations(mode: str, folder: str, sink_port: int) -> tuple[list[str], dict[str, str] | None]:
+    """The server's extra arguments and environment for one arm."""
+    if mode == "off":
+        return [], None
+    env = {
         **os.environ,
         "OTEL_TRACES_EXPORTER": "otlp",
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}",
         "OTEL_SERVICE_NAME": "bench",
     }
+    if mode == "sampled":
+        env |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}
+    return ["--audit-log", f"{folder}/audit-{mode}.jsonl"], env
 
 
 async def _sequential(url: str, calls: int, first_id: int) -> list[float]:
@@ -324,11 +337,17 @@ async def _sequential(url: str, calls: int, first_id: int) -> list[float]:
     return latencies
 
 
+def _turns(round_: int) -> list[str]:
+    """Each round a different arm goes first: no arm always meets the machine just after another."""
+    shift = round_ % len(MODES)
+    return [*MODES[shift:], *MODES[:shift]]
+
+
 def operations_overhead() -> Overhead:
     """The audit log (a file) and tracing (OTLP/HTTP to a local sink) on, against both off: the same mcp-server-db,
-    1 worker. Latency: two servers run side by side, and each round sends LATENCY_CALLS sequential calls over one
-    connection to one, then the other (the order alternating), so both arms meet the same machine; the figure is
-    the median of the rounds' medians. Throughput: the 16-session cell, the arms taking turns."""
+    1 worker. Latency: the arms' servers run side by side, and each round sends LATENCY_CALLS sequential calls over
+    one connection to each in turn (the order rotating), so all arms meet the same machine; the figure is the median
+    of the rounds' medians. Throughput: the 16-session cell, the arms taking turns."""
     import statistics
     import tempfile
     import timeit
@@ -338,42 +357,33 @@ def operations_overhead() -> Overhead:
     result = Overhead()
     sink_port = _free_port()
     sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
-    ports = {"off": _free_port(), "on": _free_port()}
+    ports = {mode: _free_port() for mode in MODES}
     with tempfile.TemporaryDirectory() as folder:
-        servers = {
-            "off": _start_server(1, ports["off"]),
-            "on": _start_server(1, ports["on"], _operations_argv(folder), env=_operations_env(sink_port)),
-        }
+        servers = {mode: _start_server(1, ports[mode], *_operations(mode, folder, sink_port)) for mode in MODES}
         try:
             urls = {mode: f"http://127.0.0.1:{port}/mcp" for mode, port in ports.items()}
-            for mode in ("off", "on"):  # warm: the first calls import the SQL guard's parser
+            for mode in MODES:  # warm: the first calls import the SQL guard's parser
                 asyncio.run(_sequential(urls[mode], 50, 1))
             for round_ in range(LATENCY_ROUNDS):
-                for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
+                for mode in _turns(round_):
                     cpu_before = _cpu_s(servers[mode].pid)
                     latencies = asyncio.run(_sequential(urls[mode], LATENCY_CALLS, 1))
                     result.cpu_s[mode] += _cpu_s(servers[mode].pid) - cpu_before
                     result.calls[mode] += LATENCY_CALLS
                     result.latency_ms[mode].append(1000 * statistics.median(latencies))
-                print(
-                    f"latency round {round_ + 1}: off {result.latency_ms['off'][-1]:.3f} ms, "
-                    f"on {result.latency_ms['on'][-1]:.3f} ms",
-                    file=sys.stderr,
-                )
+                medians = ", ".join(f"{mode} {result.latency_ms[mode][-1]:.3f} ms" for mode in MODES)
+                print(f"latency round {round_ + 1}: {medians}", file=sys.stderr)
         finally:
             for server in servers.values():
                 _stop_server(server)
         for round_ in range(THROUGHPUT_ROUNDS):
-            for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
-                if mode == "on":
-                    cell = run_cell(1, 16, _operations_argv(folder), env=_operations_env(sink_port))
-                else:
-                    cell = run_cell(1, 16)
+            for mode in _turns(round_):
+                cell = run_cell(1, 16, *_operations(mode, folder, sink_port))
                 if cell.errors or cell.crashed:
                     raise SystemExit(f"operations {mode}: {cell.errors[:3]} {cell.crashed}")
                 result.rates[mode].append(len(cell.latencies) / cell.elapsed)
                 print(f"throughput {mode}: {result.rates[mode][-1]:.0f} requests/s", file=sys.stderr)
-        result.audit_lines = len(Path(folder, "audit.jsonl").read_text().splitlines())
+        result.audit_lines = len(Path(folder, "audit-on.jsonl").read_text().splitlines())
     try:
         result.span_bytes = int(httpx2.get(f"http://127.0.0.1:{sink_port}/", timeout=5).text)
     finally:
@@ -400,36 +410,45 @@ def render_overhead(result: Overhead) -> str:
 
     latency = {mode: statistics.median(values) for mode, values in result.latency_ms.items()}
     rate = {mode: statistics.median(values) for mode, values in result.rates.items()}
-    cpu = {mode: 1000 * result.cpu_s[mode] / max(result.calls[mode], 1) for mode in ("off", "on")}
-    ratios = [on / off for on, off in zip(result.latency_ms["on"], result.latency_ms["off"], strict=True)]
-    spread = {mode: f"{min(values):.3f} to {max(values):.3f}" for mode, values in result.latency_ms.items()}
+    cpu = {mode: 1000 * result.cpu_s[mode] / max(result.calls[mode], 1) for mode in MODES}
+
+    def ratios(mode: str) -> str:
+        each = [on / off for on, off in zip(result.latency_ms[mode], result.latency_ms["off"], strict=True)]
+        return f"median {statistics.median(each):.3f}, {min(each):.3f} to {max(each):.3f}"
+
+    def more(values: dict[str, float], mode: str) -> str:
+        return f"{(values[mode] / values['off'] - 1) * 100:+.1f}%"
+
+    def fewer(values: dict[str, float], mode: str) -> str:
+        return f"{(1 - values[mode] / values['off']) * 100:+.1f}%"
+
     return "\n".join(
         [
             "## Audit log and tracing on (1 worker)",
             "",
-            "Both on: `--audit-log <file>` and `OTEL_TRACES_EXPORTER=otlp` to a local OTLP/HTTP sink (the exporter's",
-            "real encoding and POSTs); off: neither. Latency: one session, sequential tools/call `run_query`, "
-            f"{LATENCY_ROUNDS} rounds of",
-            f"{LATENCY_CALLS} calls to each of two servers running side by side, the order alternating; the median of "
-            "the rounds' medians.",
+            "On: `--audit-log <file>` and `OTEL_TRACES_EXPORTER=otlp` to a local OTLP/HTTP sink that keeps connections",
+            "alive (the exporter's real encoding and POSTs), every span kept; sampled: the same with",
+            "`OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1`; off: neither.",
+            f"Latency: one session, sequential tools/call `run_query`, {LATENCY_ROUNDS} rounds of {LATENCY_CALLS} "
+            "calls to each of three servers running side by side, the order rotating; the median of the rounds' "
+            "medians.",
             f"Throughput: the 16-session cell above, {THROUGHPUT_ROUNDS} rounds taking turns, {DURATION_S:g} s each; "
-            "the median.",
+            "the median. CPU: the server process's, all threads, over the latency rounds.",
             f"Load average (1, 5, 15 min) at the end: {result.load}.",
             "",
-            "| measure | off | audit + tracing on | overhead |",
-            "|---|---:|---:|---:|",
+            "| measure | off | on | overhead | sampled 10 % | overhead |",
+            "|---|---:|---:|---:|---:|---:|",
             f"| single-session call latency, median ms | {latency['off']:.3f} | {latency['on']:.3f} | "
-            f"{(latency['on'] / latency['off'] - 1) * 100:+.1f}% |",
-            f"| throughput at 16 sessions, requests/s | {rate['off']:.0f} | {rate['on']:.0f} | "
-            f"{(1 - rate['on'] / rate['off']) * 100:+.1f}% |",
-            f"| server CPU per sequential call, ms (all threads) | {cpu['off']:.3f} | {cpu['on']:.3f} | "
-            f"{(cpu['on'] / cpu['off'] - 1) * 100:+.1f}% |",
+            f"{more(latency, 'on')} | {latency['sampled']:.3f} | {more(latency, 'sampled')} |",
+            f"| throughput at 16 sessions, requests/s | {rate['off']:.0f} | {rate['on']:.0f} | {fewer(rate, 'on')} | "
+            f"{rate['sampled']:.0f} | {fewer(rate, 'sampled')} |",
+            f"| server CPU per sequential call, ms | {cpu['off']:.3f} | {cpu['on']:.3f} | {more(cpu, 'on')} | "
+            f"{cpu['sampled']:.3f} | {more(cpu, 'sampled')} |",
             "",
-            f"Per-round latency ratio on/off: median {statistics.median(ratios):.3f}, {min(ratios):.3f} to "
-            f"{max(ratios):.3f}; round medians off {spread['off']} ms, on {spread['on']} ms.",
-            f"The 'on' servers wrote {result.audit_lines:,} audit lines and exported {result.span_bytes:,} bytes of "
-            "spans (OTLP protobuf).",
-            f"Metrics (always on over HTTP, both arms): {result.metrics_us:.1f} µs per call to record, in-process.",
+            f"Per-round latency ratio to off: on {ratios('on')}; sampled {ratios('sampled')}.",
+            f"The 'on' servers wrote {result.audit_lines:,} audit lines; the sink received {result.span_bytes:,} bytes "
+            "of spans (OTLP protobuf).",
+            f"Metrics (always on over HTTP, every arm): {result.metrics_us:.1f} µs per call to record, in-process.",
             "",
         ]
     )
