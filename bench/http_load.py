@@ -7,11 +7,12 @@ connection each) initialize and then loop for a fixed time over a mix of one too
 of `run_query` on the sample, each call with its own parameter so a misrouted answer would show. Every answer
 is checked: the right id, no JSON-RPC error, isError false, the expected rows. Reported per cell:
 requests/s, p50/p95/p99 latency, errors (lost or wrong answers, which must be 0), and peak RSS (VmHWM) of each
-worker process. Then what the audit log and tracing cost, both on against both off (`operations_overhead`):
-single-session sequential latency over interleaved rounds, the server's CPU per call, and the 16-session
-throughput, the arms taking turns. Bounded: 16 cells of DURATION_S seconds, 30 rounds of LATENCY_CALLS calls,
-plus start-ups, about 5 minutes. Writes bench/results-http.md and exits 1 if any answer was lost or wrong, or a
-server process died. `--overhead-only` runs and prints the overhead rows alone, writing nothing.
+worker process. Then what the audit log and tracing cost (`operations_overhead`): both off, both on (every span
+kept), and both on with a tenth of the traces sampled; single-session sequential latency over interleaved rounds,
+the server's CPU per call, and the 16-session throughput, the arms taking turns. Bounded: 21 cells of DURATION_S
+seconds, 45 rounds of LATENCY_CALLS calls, plus start-ups: about 6 minutes. Writes bench/results-http.md and exits
+1 if any answer was lost or wrong, or a server process died. `--overhead-only` prints the overhead rows alone and
+writes nothing.
 """
 
 from __future__ import annotations

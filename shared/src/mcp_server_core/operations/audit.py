@@ -1,4 +1,4 @@
-"""The audit trail: one JSON line per tool call, resource read and prompt get, on its own logger.
+"""The audit trail: one JSON line per tool call, resource read and prompt get, to a destination of its own.
 
 An operator hands these lines to a security team: who called what, with what outcome, how long it took and how
 much it returned. The format is documented by a JSON Schema (docs/audit.schema.json) that the tests validate
