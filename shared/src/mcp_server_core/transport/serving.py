@@ -310,8 +310,12 @@ def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
     flush_traces = configure_tracing(server.name, server.version or "")
     if flush_traces is not None:
         server.on_shutdown(flush_traces)
-    # The last calls' audit lines reach their destination before the process leaves, within a bound (audit.py).
-    server.on_shutdown(lambda: asyncio.to_thread(flush_audit_log))
+    server.on_shutdown(_flush_audit_log)
+
+
+async def _flush_audit_log() -> None:
+    """The last calls' audit lines reach their destination before the process leaves, within a bound (audit.py)."""
+    await asyncio.to_thread(flush_audit_log)
 
 
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:
