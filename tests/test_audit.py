@@ -11,6 +11,8 @@ import logging
 import os
 import select
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +219,33 @@ def test_a_stuck_destination_neither_holds_calls_nor_the_exit_over_stdio(tmp_pat
     finally:
         os.close(reader)
     assert "lines left unwritten" in stderr
+
+
+def _workers_of(pid: int, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            if len(listing.read().split()) == count:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{count} workers did not start")
+
+
+def test_forked_workers_each_write_whole_lines_to_the_one_file(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    argv = [*SERVERS["template"](tmp_path), "--stateless", "--workers", "2", "--audit-log", str(audit)]
+    argv += ["--audit-arguments"]
+
+    def call(n: int) -> bool:
+        with HttpWire(url) as wire:
+            wire.protocol_version = "2025-11-25"  # handshake era, stateless: no session needed
+            text = f"note {n} " + "y" * 3000  # lines near the 4 KiB write: an interleaving would tear them
+            answer = wire.request("tools/call", {"name": "write_note", "arguments": {"name": f"n{n}", "text": text}})
+            return answer["result"]["isError"] is False
+
+    with spawn_http_server(argv) as (url, process):
+        _workers_of(process.pid, 2)  # the writer thread of each is made after its fork
+        with ThreadPoolExecutor(8) as pool:
+            assert all(pool.map(call, range(40)))
+    lines = _lines(audit)  # SIGTERM's drain flushed both workers' queues; each line parses and validates
+    assert sorted(json.loads(line["arguments"])["name"] for line in lines) == sorted(f"n{n}" for n in range(40))
