@@ -263,33 +263,16 @@ class _Facts:
         return len(self.principal) + len(self.subject) + client + arguments + sum(map(len, self.targets))
 
 
-class _Redacted:
-    """`redact` of values that repeat on every line (the principal, the client's name), remembered."""
-
-    MAX_ENTRIES = 1_024
-
-    def __init__(self) -> None:
-        self._seen: dict[str, str] = {}
-
-    def __call__(self, text: str) -> str:
-        known = self._seen.get(text)
-        if known is None:
-            if len(self._seen) >= self.MAX_ENTRIES:
-                self._seen.clear()
-            known = self._seen[text] = redact(text)
-        return known
-
-
-def _line(facts: _Facts, redacted: _Redacted) -> str:
+def _line(facts: _Facts) -> str:
     """The audit line (docs/audit.schema.json): formatted and redacted by the writer, off the request path."""
     client = None
     if facts.client is not None:
-        client = {"name": redacted(facts.client[0])[:200], "version": redacted(facts.client[1])[:100]}
+        client = {"name": redact(facts.client[0])[:200], "version": redact(facts.client[1])[:100]}
     line: dict[str, Any] = {
         "time": datetime.fromtimestamp(facts.wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "server": facts.server,
         "version": facts.version,
-        "principal": _principal(facts.principal, redacted),
+        "principal": _principal(facts.principal),
         "client": client,
         "protocol_version": facts.protocol_version,
         "transport": facts.transport,
@@ -332,10 +315,10 @@ def _size(result: HandlerResult) -> int:
     return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
 
 
-def _principal(who: str, redacted: _Redacted) -> str:
+def _principal(who: str) -> str:
     """Who called (`caller()` on the request path): a static token's fingerprint (never the token), a JWT's client
     and subject, or `local`."""
-    return redacted(who)
+    return redact(who)
 
 
 def _client(ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -440,7 +423,6 @@ class _Writer:
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self._dropping = 0  # lines dropped in the current burst
-        self._redacted = _Redacted()
         self._stuck = False  # a flush gave up and no write has completed since: the next one need not wait again
 
     def put(self, facts: _Facts) -> bool:
@@ -511,7 +493,7 @@ class _Writer:
             lines = []
             for facts, _weight in batch[start : start + _LINES_PER_WRITE]:
                 try:
-                    lines.append(_line(facts, self._redacted))
+                    lines.append(_line(facts))
                 except Exception:  # one line that cannot be formatted must not lose the others
                     logger.exception("could not format an audit line")
                     lost += 1
