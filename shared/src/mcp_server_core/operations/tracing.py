@@ -84,7 +84,9 @@ def configure_tracing(service_name: str, version: str) -> Callable[[], None] | N
     provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", _WithoutMessages(exporter))))
     trace.set_tracer_provider(provider)
     global _tracer
-    _tracer = provider.get_tracer("mcp_server_core")  # not through the proxy taken at import, at every statement
+    # Not through the proxy taken at import, at every statement; from whichever provider the process kept (the SDK
+    # refuses a second one, and the spans must go where fastmcp's go).
+    _tracer = trace.get_tracer_provider().get_tracer("mcp_server_core")
     logger.info("tracing: spans go to the %s exporter", kind)
     return provider.shutdown
 
