@@ -7,8 +7,12 @@ connection each) initialize and then loop for a fixed time over a mix of one too
 of `run_query` on the sample, each call with its own parameter so a misrouted answer would show. Every answer
 is checked: the right id, no JSON-RPC error, isError false, the expected rows. Reported per cell:
 requests/s, p50/p95/p99 latency, errors (lost or wrong answers, which must be 0), and peak RSS (VmHWM) of each
-worker process. Bounded: 6 cells of DURATION_S seconds plus start-up, well under 3 minutes. Writes
-bench/results-http.md and exits 1 if any answer was lost or wrong, or a server process died.
+worker process. Then what the audit log and tracing cost (`operations_overhead`): both off, both on (every span
+kept), and both on with a tenth of the traces sampled; single-session sequential latency over interleaved rounds,
+the server's CPU per call, and the 16-session throughput, the arms taking turns. Bounded: 21 cells of DURATION_S
+seconds, 45 rounds of LATENCY_CALLS calls, plus start-ups: about 6 minutes. Writes bench/results-http.md and exits
+1 if any answer was lost or wrong, or a server process died. `--overhead-only` prints the overhead rows alone and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -69,10 +73,15 @@ def _peak_rss_kib(pid: int) -> int:
     return 0
 
 
-def _start_server(workers: int, port: int, extra: list[str] | None = None) -> subprocess.Popen[bytes]:
+def _start_server(
+    workers: int, port: int, extra: list[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
     argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR", *(extra or [])]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Every session here is the same client to the server (no token: all are `local`), where in use each would be
+    # its own: its per-client limits are raised to what 64 clients would have (4 running, 32 waiting, each).
+    argv += ["--max-calls-per-client", "256", "--max-queued-calls-per-client", "2048"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -169,9 +178,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def run_cell(workers: int, sessions: int, extra: list[str] | None = None) -> Cell:
+def run_cell(workers: int, sessions: int, extra: list[str] | None = None, env: dict[str, str] | None = None) -> Cell:
     port = _free_port()
-    process = _start_server(workers, port, extra)
+    process = _start_server(workers, port, extra, env)
     cell = Cell(workers, sessions)
     pids = _children(process.pid) if workers > 1 else [process.pid]
     try:
@@ -231,31 +240,160 @@ def render(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
-OVERHEAD_ROUNDS = 5
+LATENCY_ROUNDS = 15
+LATENCY_CALLS = 200
+THROUGHPUT_ROUNDS = 5
+SINK = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a collector does: the exporter reuses its connection
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.received += len(body)
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        answer = str(self.server.received).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
+server.received = 0
+server.serve_forever()
+"""
+"""An OTLP/HTTP collector that accepts and counts: the exporter's real work (encode, POST) without a collector's."""
 
 
-def audit_overhead() -> int:
-    """`--audit-overhead`: the same cell (1 worker, 16 sessions) with and without an audit log, taking turns,
-    beside what the metrics cost per call in this process (they are always on over HTTP)."""
+MODES = ("off", "on", "sampled")
+"""Both off; the audit log and tracing on, every span kept (the SDK's default); the same with a tenth of the
+traces sampled (OTEL_TRACES_SAMPLER, the SDK's own setting)."""
+
+
+@dataclass
+class Overhead:
+    latency_ms: dict[str, list[float]] = field(default_factory=lambda: {mode: [] for mode in MODES})
+    rates: dict[str, list[float]] = field(default_factory=lambda: {mode: [] for mode in MODES})
+    cpu_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODES, 0.0))
+    calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+    audit_lines: int = 0
+    span_bytes: int = 0
+    load: str = ""
+    metrics_us: float = 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used, all its threads (the audit writer's and the span exporter's included)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _operations(mode: str, folder: str, sink_port: int) -> tuple[list[str], dict[str, str] | None]:
+    """The server's extra arguments and environment for one arm."""
+    if mode == "off":
+        return [], None
+    env = {
+        **os.environ,
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}",
+        "OTEL_SERVICE_NAME": "bench",
+    }
+    if mode == "sampled":
+        env |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}
+    return ["--audit-log", f"{folder}/audit-{mode}.jsonl"], env
+
+
+async def _sequential(url: str, calls: int, first_id: int) -> list[float]:
+    """One session, one connection: `calls` tools/call answered one after another; each latency, checked."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers["MCP-Protocol-Version"] = PROTOCOL
+    latencies = []
+    async with httpx2.AsyncClient(headers=headers, timeout=30, limits=httpx2.Limits(max_connections=1)) as client:
+        for step in range(calls):
+            request_id = first_id + step
+            customer = 1 + step % 50
+            arguments = {"sql": QUERY, "params": {"id": customer}}
+            body = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "run_query", "arguments": arguments},
+            }
+            began = time.perf_counter()
+            result = _answer(await client.post(url, json=body), request_id)
+            latencies.append(time.perf_counter() - began)
+            rows = result["structuredContent"]["rows"]
+            if result["isError"] or len(rows) != 1 or rows[0][0] != customer:
+                raise ValueError(f"wrong rows for customer {customer}: {rows!r}")
+    return latencies
+
+
+def _turns(round_: int) -> list[str]:
+    """Each round a different arm goes first: no arm always meets the machine just after another."""
+    shift = round_ % len(MODES)
+    return [*MODES[shift:], *MODES[:shift]]
+
+
+def operations_overhead() -> Overhead:
+    """The audit log (a file) and tracing (OTLP/HTTP to a local sink) on, against both off: the same mcp-server-db,
+    1 worker. Latency: the arms' servers run side by side, and each round sends LATENCY_CALLS sequential calls over
+    one connection to each in turn (the order rotating), so all arms meet the same machine; the figure is the median
+    of the rounds' medians. Throughput: the 16-session cell, the arms taking turns."""
     import statistics
     import tempfile
     import timeit
 
     from mcp_server_core.operations.metrics import call_metrics
 
-    rates: dict[str, list[float]] = {"off": [], "on": []}
+    result = Overhead()
+    sink_port = _free_port()
+    sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
+    ports = {mode: _free_port() for mode in MODES}
     with tempfile.TemporaryDirectory() as folder:
-        for round_ in range(OVERHEAD_ROUNDS):
-            for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
-                extra = ["--audit-log", f"{folder}/audit.jsonl"] if mode == "on" else []
-                cell = run_cell(1, 16, extra)
+        servers = {mode: _start_server(1, ports[mode], *_operations(mode, folder, sink_port)) for mode in MODES}
+        try:
+            urls = {mode: f"http://127.0.0.1:{port}/mcp" for mode, port in ports.items()}
+            for mode in MODES:  # warm: the first calls import the SQL guard's parser
+                asyncio.run(_sequential(urls[mode], 50, 1))
+            for round_ in range(LATENCY_ROUNDS):
+                for mode in _turns(round_):
+                    cpu_before = _cpu_s(servers[mode].pid)
+                    latencies = asyncio.run(_sequential(urls[mode], LATENCY_CALLS, 1))
+                    result.cpu_s[mode] += _cpu_s(servers[mode].pid) - cpu_before
+                    result.calls[mode] += LATENCY_CALLS
+                    result.latency_ms[mode].append(1000 * statistics.median(latencies))
+                medians = ", ".join(f"{mode} {result.latency_ms[mode][-1]:.3f} ms" for mode in MODES)
+                print(f"latency round {round_ + 1}: {medians}", file=sys.stderr)
+        finally:
+            for server in servers.values():
+                _stop_server(server)
+        for round_ in range(THROUGHPUT_ROUNDS):
+            for mode in _turns(round_):
+                cell = run_cell(1, 16, *_operations(mode, folder, sink_port))
                 if cell.errors or cell.crashed:
-                    print(f"audit {mode}: {cell.errors[:3]} {cell.crashed}", file=sys.stderr)
-                    return 1
-                rates[mode].append(len(cell.latencies) / cell.elapsed)
-                print(f"audit {mode}: {rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+                    raise SystemExit(f"operations {mode}: {cell.errors[:3]} {cell.crashed}")
+                result.rates[mode].append(len(cell.latencies) / cell.elapsed)
+                print(f"throughput {mode}: {result.rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+        result.audit_lines = len(Path(folder, "audit-on.jsonl").read_text().splitlines())
+    try:
+        result.span_bytes = int(httpx2.get(f"http://127.0.0.1:{sink_port}/", timeout=5).text)
+    finally:
+        sink.terminate()
+        sink.wait()
+    with open("/proc/loadavg") as loadavg:
+        result.load = " ".join(loadavg.read().split()[:3])
     metrics = call_metrics()
-    per_call = (
+    result.metrics_us = 1e6 * (
         min(
             timeit.repeat(
                 lambda: (metrics.started("tools/call"), metrics.finished("tools/call", "run_query", "ok", None, 0.002)),
@@ -265,34 +403,62 @@ def audit_overhead() -> int:
         )
         / 10_000
     )
-    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    report = "\n".join(
+    return result
+
+
+def render_overhead(result: Overhead) -> str:
+    import statistics
+
+    latency = {mode: statistics.median(values) for mode, values in result.latency_ms.items()}
+    rate = {mode: statistics.median(values) for mode, values in result.rates.items()}
+    cpu = {mode: 1000 * result.cpu_s[mode] / max(result.calls[mode], 1) for mode in MODES}
+
+    def ratios(mode: str) -> str:
+        each = [on / off for on, off in zip(result.latency_ms[mode], result.latency_ms["off"], strict=True)]
+        return f"median {statistics.median(each):.3f}, {min(each):.3f} to {max(each):.3f}"
+
+    def more(values: dict[str, float], mode: str) -> str:
+        return f"{(values[mode] / values['off'] - 1) * 100:+.1f}%"
+
+    def fewer(values: dict[str, float], mode: str) -> str:
+        return f"{(1 - values[mode] / values['off']) * 100:+.1f}%"
+
+    return "\n".join(
         [
-            "# Audit and metrics overhead on the HTTP load cell",
+            "## Audit log and tracing on (1 worker)",
             "",
-            f"`uv run python bench/http_load.py --audit-overhead` on {platform.machine()}, {os.cpu_count()} cores, "
-            f"{time.strftime('%Y-%m-%d')}: mcp-server-db, 1 worker, 16 sessions, {DURATION_S:g} s a cell, "
-            f"{OVERHEAD_ROUNDS} rounds taking turns; medians.",
+            "On: `--audit-log <file>` and `OTEL_TRACES_EXPORTER=otlp` to a local OTLP/HTTP sink that keeps connections",
+            "alive (the exporter's real encoding and POSTs), every span kept; sampled: the same with",
+            "`OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1`; off: neither.",
+            f"Latency: one session, sequential tools/call `run_query`, {LATENCY_ROUNDS} rounds of {LATENCY_CALLS} "
+            "calls to each of three servers running side by side, the order rotating; the median of the rounds' "
+            "medians.",
+            f"Throughput: the 16-session cell above, {THROUGHPUT_ROUNDS} rounds taking turns, {DURATION_S:g} s each; "
+            "the median. CPU: the server process's, all threads, over the latency rounds.",
+            f"Load average (1, 5, 15 min) at the end: {result.load}.",
             "",
-            "| audit log | requests/s |",
-            "|---|---:|",
-            f"| off | {off:.0f} |",
-            f"| on (a file) | {on:.0f} |",
-            f"| change | {(on - off) / off * 100:+.1f}% |",
+            "| measure | off | on | overhead | sampled 10 % | overhead |",
+            "|---|---:|---:|---:|---:|---:|",
+            f"| single-session call latency, median ms | {latency['off']:.3f} | {latency['on']:.3f} | "
+            f"{more(latency, 'on')} | {latency['sampled']:.3f} | {more(latency, 'sampled')} |",
+            f"| throughput at 16 sessions, requests/s | {rate['off']:.0f} | {rate['on']:.0f} | {fewer(rate, 'on')} | "
+            f"{rate['sampled']:.0f} | {fewer(rate, 'sampled')} |",
+            f"| server CPU per sequential call, ms | {cpu['off']:.3f} | {cpu['on']:.3f} | {more(cpu, 'on')} | "
+            f"{cpu['sampled']:.3f} | {more(cpu, 'sampled')} |",
             "",
-            f"Metrics (always on over HTTP): {per_call * 1e6:.1f} µs per call to record, in-process "
-            f"(prometheus-client, a counter, a histogram and a gauge), {per_call * off * 100:.2f}% of one core "
-            f"at {off:.0f} requests/s.",
+            f"Per-round latency ratio to off: on {ratios('on')}; sampled {ratios('sampled')}.",
+            f"The 'on' servers wrote {result.audit_lines:,} audit lines; the sink received {result.span_bytes:,} bytes "
+            "of spans (OTLP protobuf).",
+            f"Metrics (always on over HTTP, every arm): {result.metrics_us:.1f} µs per call to record, in-process.",
+            "",
         ]
     )
-    (HERE / "results-http-overhead.md").write_text(report + "\n")
-    print(report)
-    return 0
 
 
 def main() -> int:
-    if "--audit-overhead" in sys.argv[1:]:
-        return audit_overhead()
+    if "--overhead-only" in sys.argv[1:]:  # the operations rows alone, printed, for trying a change
+        print(render_overhead(operations_overhead()))
+        return 0
     out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
@@ -306,7 +472,7 @@ def main() -> int:
             )
             for error in cell.errors[:5]:
                 print(f"  {error}", file=sys.stderr)
-    report = render(cells)
+    report = render(cells) + "\n" + render_overhead(operations_overhead())
     out.write_text(report)
     print(report)
     print(f"total {time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -26,6 +26,7 @@ from typing import Any
 import httpx2
 import pytest
 from mcp_server_core.testing import HttpWire, free_port, python_module, spawn_http_server
+from mcp_server_core.testing.wire import PATIENCE_S
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 
@@ -177,6 +178,14 @@ class Served:
     def audit_lines(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
 
+    def last_audit_line_of(self, principal: str) -> dict[str, Any]:
+        """The newest audit line of a caller, once written: the writer thread appends lines off the request path."""
+        deadline = time.monotonic() + PATIENCE_S
+        while not (lines := [e for e in self.audit_lines() if e["principal"].startswith(principal)]):
+            assert time.monotonic() < deadline, f"no audit line of {principal}"
+            time.sleep(0.05)
+        return lines[-1]
+
 
 @pytest.fixture(scope="module")
 def served(scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
@@ -249,6 +258,12 @@ def test_grants_decide_per_caller_too(served: Served) -> None:
 def test_a_caller_the_map_does_not_name_is_refused_and_reaches_no_session(served: Served, scratch: Scratch) -> None:
     served.call("alice", "SELECT 1")  # the pool holds a session now: an unmapped call must not touch it
     marker = f"carol_was_here_{TAG}"
+    # The server's first schema read (after initialize) may still be under way on another session: wait until
+    # every session is back in the pool (its reset, DISCARD ALL, the last thing it ran).
+    deadline = time.monotonic() + PATIENCE_S
+    while any(query.strip() != "DISCARD ALL" for _, query in scratch.sessions().values()):
+        assert time.monotonic() < deadline, f"the server's sessions never went quiet: {scratch.sessions()}"
+        time.sleep(0.05)
     before = scratch.sessions()
     assert before  # the server's pooled session is there to be watched
     refused = served.call("carol", f"SELECT '{marker}' AS m FROM notes")
@@ -259,14 +274,14 @@ def test_a_caller_the_map_does_not_name_is_refused_and_reaches_no_session(served
     # Any statement, the pool's pre-ping included, would move a session's state_change; a new one would show.
     assert scratch.sessions() == before
     assert not any(marker in statement for statement in scratch.statements())
-    line = next(entry for entry in reversed(served.audit_lines()) if entry["principal"].startswith("carol"))
+    line = served.last_audit_line_of("carol")
     assert line["outcome"] == "refused"
     assert "acting_as" not in line
 
 
 def test_the_audit_line_names_the_caller_and_its_role(served: Served, scratch: Scratch) -> None:
     served.call("bob", "SELECT count(*) FROM notes")
-    line = served.audit_lines()[-1]
+    line = served.last_audit_line_of("bob/")
     assert line["principal"] == "bob/bob"  # client_id / sub of the provider's token
     assert line["acting_as"] == f"role:{scratch.roles['support']}"
     assert line["outcome"] == "ok"
@@ -282,6 +297,8 @@ def test_a_token_for_another_audience_is_refused(served: Served) -> None:
 def test_no_token_reaches_the_log_the_audit_lines_or_the_database(served: Served, scratch: Scratch) -> None:
     for client in DEPARTMENTS:
         served.call(client, "SELECT count(*) FROM notes")
+    for client in DEPARTMENTS:
+        served.last_audit_line_of(f"{client}/")  # every line written before the file is read
     written = served.log.read_text(errors="replace") + served.audit.read_text()
     seen = " ".join(scratch.statements())
     for token in [*served.tokens.values(), served.foreign]:

@@ -1,4 +1,4 @@
-"""The audit trail: one JSON line per tool call, resource read and prompt get, on its own logger.
+"""The audit trail: one JSON line per tool call, resource read and prompt get, to a destination of its own.
 
 An operator hands these lines to a security team: who called what, with what outcome, how long it took and how
 much it returned. The format is documented by a JSON Schema (docs/audit.schema.json) that the tests validate
@@ -11,20 +11,31 @@ The trail is an SDK middleware, the outermost layer, so it sees what the client 
 protocol error and its code, the call abandoned at its deadline. What only the inner layers know (the failure's
 category, a write's target) they put in the call's `AuditNote` (`note_failure`, `audit_target`), which worker
 threads reach because they run in a copy of the call's context that shares the note.
+
+Off the request path: a call hands its line's raw facts (plain values, no live objects) to a bounded queue and
+goes on; one writer thread per process formats them (redaction included) and appends them to the destination in
+a few writes. When the destination stops taking writes (a full disk, a stderr nobody reads) the queue fills and
+further lines are dropped and counted (`mcp_audit_dropped_total` in /metrics, one warning per burst), never waited
+for. At shutdown what is queued is written within `FLUSH_TIMEOUT_S`. Measured in bench/results-http.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import json
 import logging
+import os
+import select
 import sys
+import threading
 import time
+from collections import deque
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from logging.handlers import WatchedFileHandler
 from typing import TYPE_CHECKING, Any
 
 from mcp_server_core.auth.identity import caller
@@ -44,17 +55,38 @@ __all__ = [
     "audit_confirmation",
     "audit_target",
     "configure_audit_log",
+    "flush_audit_log",
     "note_failure",
 ]
 
 AUDIT_LOGGER = "mcp_server_core.operations.audit"
+"""The logger of the trail's own troubles (lines dropped, a destination that failed), in the human log; the audit
+lines themselves go to their own destination through the writer, never through logging."""
 AUDITED = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 """The methods audited, and the param that names what they act on."""
 _MAX_ARGUMENT_CHARS = 4_000
 
+MAX_QUEUED_LINES = 1_000
+"""Lines waiting for the writer. It writes thousands a second, so only a destination that stopped taking writes
+fills this; about three seconds of calls at the rates bench/results-http.md measures."""
+MAX_QUEUED_CHARS = 8 * 1024 * 1024
+"""Characters of client-chosen text (names, URIs, arguments) held by queued lines: a line's facts are kept raw
+until the writer redacts them, so their size is bounded as well as their number."""
+FLUSH_TIMEOUT_S = 2.0
+"""How long shutdown waits for queued lines to reach a destination that is slow to take them."""
+_LINGER_S = 0.1
+"""The writer waits this long after the first line of a batch: the call that queued it is still sending its
+answer, and a batch costs one wake-up however many lines it holds (each wake-up takes the interpreter lock from
+the event loop at a moment of the kernel's choosing)."""
+_MAX_BATCH_LINES = 512
+_LINES_PER_WRITE = 16
+"""Lines formatted between two writes: each write lets go of the interpreter lock, so the event loop never waits
+behind more than this many lines' formatting."""
+_CHUNK_BYTES = select.PIPE_BUF
+"""Bytes per write: whole lines, at most a pipe's atomic write, so lines on stderr never interleave with the
+human log's, and `--workers` appending to one file never interleave with each other."""
+
 logger = logging.getLogger(AUDIT_LOGGER)
-logger.propagate = False  # its own destination, never mixed into the human log
-logger.setLevel(logging.CRITICAL + 1)  # off until configure_audit_log says where the lines go
 
 
 @dataclass
@@ -103,22 +135,24 @@ def note_failure(category: str | None = None, *, timed_out: bool = False) -> Non
     note.timed_out = note.timed_out or timed_out
 
 
-def configure_audit_log(destination: str | None) -> None:
-    """Send audit lines to `destination`: "stderr", a file path (reopened when logrotate moves it), or nowhere."""
-    for old in list(logger.handlers):
-        logger.removeHandler(old)
-        old.close()
-    if not destination:
-        logger.setLevel(logging.CRITICAL + 1)
-        return
-    handler: logging.Handler
-    if destination == "stderr":
-        handler = logging.StreamHandler(sys.stderr)
-    else:
-        handler = WatchedFileHandler(destination, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+def configure_audit_log(destination: str | None, *, max_queued_lines: int = MAX_QUEUED_LINES) -> None:
+    """Send audit lines to `destination`: "stderr", a file path (reopened when logrotate moves it), or nowhere.
+
+    A file that cannot be opened fails here, at start-up. What was queued for the previous destination is
+    written to it first (within `FLUSH_TIMEOUT_S`)."""
+    global _writer
+    previous, _writer = _writer, None
+    if previous is not None:
+        previous.close(FLUSH_TIMEOUT_S)
+    if destination:
+        _writer = _Writer(_Destination(destination), max_queued_lines)
+
+
+def flush_audit_log(timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
+    """Write what is queued, waiting at most `timeout_s`; False if lines were still waiting (a stuck destination).
+    Called at shutdown (the server's last step, and at exit): a call never waits for its line."""
+    writer = _writer
+    return writer.flush(timeout_s) if writer is not None else True
 
 
 class AuditTrail:
@@ -137,7 +171,8 @@ class AuditTrail:
         from mcp.shared.exceptions import MCPError
 
         subject_key = AUDITED.get(ctx.method)
-        writing = logger.isEnabledFor(logging.INFO)
+        writer = _writer
+        writing = writer is not None
         metrics = self.metrics
         if subject_key is None or not (writing or metrics):
             try:
@@ -172,13 +207,15 @@ class AuditTrail:
             try:
                 if metrics is not None:
                     subject = str((ctx.params or {}).get(subject_key, ""))
-                    metrics.finished(ctx.method, subject, outcome, note.category, seconds, principal=_principal())
-                if writing:
-                    self._write(ctx, subject_key, note, outcome, code, result, seconds)
+                    metrics.finished(
+                        ctx.method, subject, outcome, note.category, seconds, principal=_principal(caller())
+                    )
+                if writer is not None:
+                    writer.put(self._facts(ctx, subject_key, note, outcome, code, result, seconds))
             except Exception:  # the trail must never break the call it records
-                logging.getLogger(__name__).exception("could not write an audit line")
+                logger.exception("could not queue an audit line")
 
-    def _write(
+    def _facts(
         self,
         ctx: ServerRequestContext[Any, Any],
         subject_key: str,
@@ -187,40 +224,111 @@ class AuditTrail:
         code: int | None,
         result: HandlerResult,
         seconds: float,
-    ) -> None:
-        params = dict(ctx.params or {})
+    ) -> _Facts:
+        """What only the request path can know, as plain values: its context (who, which session) and the
+        objects that die with the call (the arguments, the result) reduced to what the line keeps of them."""
+        params = ctx.params or {}
         arguments = params.get("arguments") or {}
         canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-        client = _client(ctx, params)
-        line: dict[str, Any] = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "server": self.server,
-            "version": self.version,
-            "principal": _principal(),
-            "client": client,
-            "protocol_version": ctx.protocol_version,
-            "transport": _transport(),
-            "session": _session(ctx),
-            "method": ctx.method,
-            subject_key: redact(str(params.get(subject_key, ""))),
-            "arguments_digest": hashlib.sha256(canonical.encode()).hexdigest()[:32],
-            "outcome": outcome,
-            "duration_ms": round(seconds * 1000, 3),
-            "bytes": _size(result),
-        }
-        if code is not None:
-            line["code"] = code
-        if note.category is not None and outcome in ("tool_error", "refused"):
-            line["category"] = note.category
-        if note.targets:
-            line["targets"] = note.targets
-        if note.acting_as is not None:
-            line["acting_as"] = redact(note.acting_as)
-        if note.confirmation is not None:
-            line["cross_write_confirmation"] = note.confirmation
-        if self.include_arguments:
-            line["arguments"] = redact(canonical[:_MAX_ARGUMENT_CHARS])
-        logger.info(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+        return _Facts(
+            wall=time.time(),
+            server=self.server,
+            version=self.version,
+            principal=caller(),
+            client=_client(ctx, params),
+            protocol_version=ctx.protocol_version,
+            transport=_transport(),
+            session=_session(ctx),
+            method=ctx.method,
+            subject_key=subject_key,
+            subject=str(params.get(subject_key, "")),
+            digest=hashlib.sha256(canonical.encode()).hexdigest()[:32],
+            outcome=outcome,
+            seconds=seconds,
+            size=_size(result),
+            code=code,
+            category=note.category if outcome in ("tool_error", "refused") else None,
+            targets=list(note.targets),
+            arguments=canonical[:_MAX_ARGUMENT_CHARS] if self.include_arguments else None,
+            acting_as=note.acting_as,
+            confirmation=note.confirmation,
+        )
+
+
+@dataclass(slots=True)
+class _Facts:
+    """One call's audit line before formatting. Client-chosen text is still raw here: the writer redacts it."""
+
+    wall: float
+    server: str
+    version: str
+    principal: str
+    client: tuple[str, str] | None
+    protocol_version: str | None
+    transport: str
+    session: str | None
+    method: str
+    subject_key: str
+    subject: str
+    digest: str
+    outcome: str
+    seconds: float
+    size: int
+    code: int | None
+    category: str | None
+    targets: list[str]
+    arguments: str | None
+    acting_as: str | None
+    confirmation: str | None
+
+    def weight(self) -> int:
+        """Characters held, for MAX_QUEUED_CHARS."""
+        client = len(self.client[0]) + len(self.client[1]) if self.client else 0
+        arguments = len(self.arguments) if self.arguments else 0
+        return (
+            len(self.principal)
+            + len(self.subject)
+            + client
+            + arguments
+            + sum(map(len, self.targets))
+            + len(self.acting_as or "")
+        )
+
+
+def _line(facts: _Facts) -> str:
+    """The audit line (docs/audit.schema.json): formatted and redacted by the writer, off the request path."""
+    client = None
+    if facts.client is not None:
+        client = {"name": redact(facts.client[0])[:200], "version": redact(facts.client[1])[:100]}
+    line: dict[str, Any] = {
+        "time": datetime.fromtimestamp(facts.wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "server": facts.server,
+        "version": facts.version,
+        "principal": _principal(facts.principal),
+        "client": client,
+        "protocol_version": facts.protocol_version,
+        "transport": facts.transport,
+        "session": facts.session,
+        "method": facts.method,
+        facts.subject_key: redact(facts.subject),
+        "arguments_digest": facts.digest,
+        "outcome": facts.outcome,
+        "duration_ms": round(facts.seconds * 1000, 3),
+        "bytes": facts.size,
+    }
+    if facts.code is not None:
+        line["code"] = facts.code
+    if facts.category is not None:
+        line["category"] = facts.category
+    if facts.targets:
+        line["targets"] = facts.targets
+    if facts.acting_as is not None:
+        line["acting_as"] = redact(facts.acting_as)
+    if facts.confirmation is not None:
+        line["cross_write_confirmation"] = facts.confirmation
+    if facts.arguments is not None:
+        line["arguments"] = redact(facts.arguments)
+    return json.dumps(line, separators=(",", ":"), ensure_ascii=False)
 
 
 def _log_protocol_error(ctx: ServerRequestContext[Any, Any], exc: MCPError) -> None:
@@ -243,12 +351,13 @@ def _size(result: HandlerResult) -> int:
     return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
 
 
-def _principal() -> str:
-    """Who called: a static token's fingerprint (never the token), a JWT's client and subject, or `local`."""
-    return redact(caller())
+def _principal(who: str) -> str:
+    """Who called (`caller()` on the request path): a static token's fingerprint (never the token), a JWT's client
+    and subject, or `local`."""
+    return redact(who)
 
 
-def _client(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> dict[str, str] | None:
+def _client(ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]) -> tuple[str, str] | None:
     info: Any = None
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -260,7 +369,7 @@ def _client(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> dict
         return None
     name = info.get("name") if isinstance(info, dict) else getattr(info, "name", None)
     version = info.get("version") if isinstance(info, dict) else getattr(info, "version", None)
-    return {"name": redact(str(name))[:200], "version": redact(str(version))[:100]}
+    return str(name), str(version)  # redacted, then cut, by the writer
 
 
 def _transport() -> str:
@@ -272,3 +381,215 @@ def _transport() -> str:
 def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
     session_id = getattr(ctx.session._connection, "session_id", None)
     return str(session_id) if session_id else None
+
+
+class _Destination:
+    """Where lines go, written with `os.write` on a descriptor of its own: no Python lock is held while a write
+    waits on a slow destination, so neither the human log (stderr) nor interpreter exit can be stuck behind it."""
+
+    def __init__(self, destination: str) -> None:
+        self.path = None if destination == "stderr" else destination
+        self.fd = os.dup(sys.stderr.fileno()) if self.path is None else self._open(self.path)
+        self._identity = self._stat_identity()
+
+    @staticmethod
+    def _open(path: str) -> int:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+
+    def _stat_identity(self) -> tuple[int, int]:
+        status = os.fstat(self.fd)
+        return status.st_dev, status.st_ino
+
+    def _reopen_if_moved(self) -> None:
+        """logrotate moved the file away: the next lines go to a new one at the path (WatchedFileHandler's rule)."""
+        if self.path is None:
+            return
+        try:
+            status = os.stat(self.path)
+            moved = (status.st_dev, status.st_ino) != self._identity
+        except FileNotFoundError:
+            moved = True
+        if moved:
+            fd = self._open(self.path)
+            os.close(self.fd)
+            self.fd = fd
+            self._identity = self._stat_identity()
+
+    def write(self, lines: list[str]) -> None:
+        """Whole lines, in chunks of at most `_CHUNK_BYTES` (a longer line alone)."""
+        self._reopen_if_moved()
+        chunk: list[bytes] = []
+        size = 0
+        for text in lines:
+            line = text.encode() + b"\n"
+            if chunk and size + len(line) > _CHUNK_BYTES:
+                self._write_all(b"".join(chunk))
+                chunk, size = [], 0
+            chunk.append(line)
+            size += len(line)
+        if chunk:
+            self._write_all(b"".join(chunk))
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class _Writer:
+    """The bounded queue and the one thread that drains it; see the module docstring.
+
+    Waking a thread costs more than formatting a line on a busy machine (the kernel may run the woken thread at
+    once and the caller waits for a core), so a call wakes the writer only when it sleeps with nothing to do;
+    while lines keep coming it takes them every `_LINGER_S`."""
+
+    def __init__(self, destination: _Destination, max_queued_lines: int) -> None:
+        self.destination = destination
+        self.max_queued_lines = max_queued_lines
+        self._queue: deque[tuple[_Facts, int]] = deque()
+        self._lock = threading.Condition(threading.Lock())
+        self._pending = 0  # queued or being written
+        self._chars = 0
+        self._idle = True  # the writer waits for `_wake` (or has not started)
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.dropped = 0
+        self._dropping = 0  # lines dropped in the current burst
+        self._stuck = False  # a flush gave up and no write has completed since: the next one need not wait again
+
+    def put(self, facts: _Facts) -> bool:
+        """Queue one line; False if it was dropped because the writer is that far behind."""
+        weight = facts.weight()
+        wake = False
+        with self._lock:
+            full = self._pending >= self.max_queued_lines or self._chars + weight > MAX_QUEUED_CHARS
+            if full:
+                burst_began = self._count_dropped(1)
+            else:
+                self._pending += 1
+                self._chars += weight
+                self._queue.append((facts, weight))
+                burst_ended, self._dropping = self._dropping, 0
+                wake, self._idle = self._idle, False
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+                    self._thread.start()
+        # Logged and counted outside the lock: the writer needs it to make room, and the human log may be slow too.
+        if full:
+            self._report_dropped(1, burst_began)
+            return False
+        if wake:
+            self._wake.set()
+        if burst_ended:
+            logger.warning("audit lines are queued again, after %d were dropped", burst_ended)
+        return True
+
+    def _count_dropped(self, lines: int) -> bool:
+        """Under the lock; True if these lines begin a burst of drops."""
+        self.dropped += lines
+        began = not self._dropping
+        self._dropping += lines
+        return began
+
+    def _report_dropped(self, lines: int, burst_began: bool) -> None:
+        """One warning per burst of drops; every drop counted for /metrics."""
+        if burst_began:
+            logger.warning(
+                "the audit log's destination is not keeping up: dropping audit lines until it does (each counted "
+                "in mcp_audit_dropped_total; at most %d lines wait)",
+                self.max_queued_lines,
+            )
+        # Only where the HTTP transport loaded the metrics: importing them here would load them on stdio.
+        metrics = sys.modules.get("mcp_server_core.operations.metrics")
+        if metrics is not None:
+            metrics.record_audit_dropped(lines)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(_LINGER_S)  # let the call that woke us send its answer; gather the lines after it
+            while True:
+                with self._lock:
+                    batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH_LINES))]
+                    if not batch:
+                        self._idle = True
+                        if self._stopping:
+                            return
+                        break
+                self._write(batch)
+
+    def _write(self, batch: list[tuple[_Facts, int]]) -> None:
+        lost = 0
+        for start in range(0, len(batch), _LINES_PER_WRITE):
+            lines = []
+            for facts, _weight in batch[start : start + _LINES_PER_WRITE]:
+                try:
+                    lines.append(_line(facts))
+                except Exception:  # one line that cannot be formatted must not lose the others
+                    logger.exception("could not format an audit line")
+                    lost += 1
+            try:
+                self.destination.write(lines)
+            except OSError as exc:
+                logger.warning("could not write %d audit lines: %s", len(lines), exc)
+                lost += len(lines)
+        burst_began = False
+        with self._lock:
+            self._stuck = False
+            self._pending -= len(batch)
+            self._chars -= sum(weight for _facts, weight in batch)
+            if lost:
+                burst_began = self._count_dropped(lost)
+            self._lock.notify_all()
+        if lost:
+            self._report_dropped(lost, burst_began)
+
+    def flush(self, timeout_s: float) -> bool:
+        with self._lock:
+            if self._stuck or (self._thread is not None and self._thread.ident == threading.get_ident()):
+                return self._pending == 0
+            flushed = self._lock.wait_for(lambda: self._pending == 0, timeout_s)
+            self._stuck = not flushed
+        if not flushed:
+            logger.warning(
+                "the audit log's destination took no lines for %.0f s: %d lines left unwritten",
+                timeout_s,
+                self._pending,
+            )
+        return flushed
+
+    def close(self, timeout_s: float) -> None:
+        flushed = self.flush(timeout_s)
+        with self._lock:
+            self._stopping = True
+        self._wake.set()
+        if flushed:  # a writer stuck in a write keeps its descriptor; the process is leaving or reconfiguring
+            self.destination.close()
+
+    def after_fork(self) -> _Writer:
+        """The same destination for a forked worker: a thread does not survive a fork, so it gets its own queue."""
+        return _Writer(self.destination, self.max_queued_lines)
+
+
+_writer: _Writer | None = None
+
+
+def _after_fork_in_child() -> None:
+    global _writer
+    if _writer is not None:
+        _writer = _writer.after_fork()
+
+
+def _flush_at_exit() -> None:
+    if _writer is not None:
+        _writer.flush(FLUSH_TIMEOUT_S)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_flush_at_exit)

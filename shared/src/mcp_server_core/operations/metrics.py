@@ -13,7 +13,8 @@ What is counted (prometheus-client, text format 0.0.4):
   fingerprint and, where known, the account: `token-sha256:…/github:alice`); the first `MAX_NAMES` callers of a
   process are label values, later ones `other`, so callers cannot grow the series without bound;
 - `mcp_cross_write_confirmations_total{outcome}`: cross writes put to their user (protocol/flows.py): accepted,
-  declined, cancelled, timed_out, or refused_no_elicitation (a client that cannot be asked).
+  declined, cancelled, timed_out, or refused_no_elicitation (a client that cannot be asked);
+- `mcp_audit_dropped_total`: audit lines dropped because their destination fell behind (audit.py).
 
 The outcome is the one the audit trail computes (one SDK middleware observes each call once for both). With
 `--workers N`, prometheus-client's multiprocess mode aggregates every worker: the parent names a fresh folder in
@@ -41,6 +42,7 @@ __all__ = [
     "add_metrics_route",
     "call_metrics",
     "prepare_for_workers",
+    "record_audit_dropped",
     "record_auth_failure",
     "record_cross_write_confirmation",
     "record_rate_limit_wait",
@@ -77,6 +79,7 @@ class CallMetrics:
         self.cross_write_confirmations = Counter(
             "mcp_cross_write_confirmations", "Cross writes put to their user, by how it ended", ["outcome"]
         )
+        self.audit_dropped = Counter("mcp_audit_dropped", "Audit lines dropped because their destination fell behind")
         self._names = _LabelNames()
 
     def started(self, method: str) -> None:
@@ -132,6 +135,11 @@ def record_rate_limit_wait(upstream: str, seconds: float) -> None:
     """An upstream client waited `seconds` for a rate limit (GitHub, Slack); counted where metrics are on."""
     if _metrics:
         _metrics[0].rate_limit_wait.labels(upstream).inc(seconds)
+
+
+def record_audit_dropped(lines: int) -> None:
+    if _metrics:
+        _metrics[0].audit_dropped.inc(lines)
 
 
 def record_auth_failure(reason: str) -> None:

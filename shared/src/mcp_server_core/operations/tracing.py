@@ -11,6 +11,10 @@ class (`mcp.outcome`, as in the audit trail), the failure's category and the byt
 never become attributes, and spans leave without exception messages, stack traces or error descriptions:
 fastmcp and the MCP SDK record a failed request's exception on its span, and a failure's message may quote the
 arguments ("note 'x' not found"). The exception's type and the error status stay; the server log has the rest.
+
+What a span costs on the request path is the SDK's (fastmcp's request span, a statement's child span); the
+family's part is kept out of it: spans leave through the SDK's batch processor, on its own thread, and only spans
+that carry exception text are copied there. bench/results-http.md measures the whole with the audit log.
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, cast
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, cast
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
 
 __all__ = ["annotate_call", "configure_tracing", "start_upstream_span", "upstream_span"]
 
@@ -70,18 +79,72 @@ def configure_tracing(service_name: str, version: str) -> Callable[[], None] | N
     resource = Resource.create({"service.name": service_name, "service.version": version})
     if "OTEL_SERVICE_NAME" in os.environ:
         resource = resource.merge(Resource.create({"service.name": os.environ["OTEL_SERVICE_NAME"]}))
-    provider = TracerProvider(resource=resource)
+    provider: TracerProvider = _answering_from_a_dict(TracerProvider)(resource=_hashed_once(Resource, resource))
     # Duck-typed as an exporter: a subclass would need the SDK, which stays optional until here.
     provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", _WithoutMessages(exporter))))
     trace.set_tracer_provider(provider)
+    global _tracer
+    # Not through the proxy taken at import, at every statement; from whichever provider the process kept (the SDK
+    # refuses a second one, and the spans must go where fastmcp's go).
+    _tracer = trace.get_tracer_provider().get_tracer("mcp_server_core")
     logger.info("tracing: spans go to the %s exporter", kind)
     return provider.shutdown
 
 
+def _answering_from_a_dict(provider_class: type[TracerProvider]) -> type[TracerProvider]:
+    """The SDK's TracerProvider, answering `get_tracer` from a dict.
+
+    fastmcp asks for its tracer at every request span; the SDK then builds two scope objects (one through a
+    deprecation wrapper) and resets the warnings filters, before returning the tracer it made the first time.
+    Scopes with attributes are left to the SDK (a mapping is no dict key)."""
+
+    class _TracerProvider(provider_class):  # type: ignore[valid-type,misc]
+        _MAX_TRACERS = 64  # instrumentation names: a handful (fastmcp, the helpers, a library or two)
+
+        def get_tracer(
+            self,
+            instrumenting_module_name: str,
+            instrumenting_library_version: str | None = None,
+            schema_url: str | None = None,
+            attributes: Any = None,
+        ) -> trace.Tracer:
+            key = (instrumenting_module_name, instrumenting_library_version, schema_url)
+            known: dict[tuple[str, str | None, str | None], trace.Tracer] = self.__dict__.setdefault("_known", {})
+            tracer = known.get(key) if attributes is None else None
+            if tracer is None:
+                tracer = super().get_tracer(
+                    instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+                )
+                if attributes is None and len(known) < self._MAX_TRACERS:
+                    known[key] = tracer
+            return tracer
+
+    return _TracerProvider
+
+
+def _hashed_once(resource_class: type[Resource], resource: Resource) -> Resource:
+    """The same resource, hashed once: the OTLP encoder groups spans by resource, hashing it for every span, and the
+    SDK hashes a resource by dumping its attributes to JSON each time."""
+
+    class _Resource(resource_class):  # type: ignore[valid-type,misc]
+        def __init__(self, attributes: Any, schema_url: str | None = None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = int(super().__hash__())
+
+        def __hash__(self) -> int:
+            return self._hash
+
+    return _Resource(resource.attributes, resource.schema_url)
+
+
 def _without_messages(span: Any) -> Any:
-    """A copy of an ended span whose exception events keep their type only, and whose status no description."""
+    """A copy of an ended span whose exception events keep their type only, and whose status no description; the
+    span itself when it has neither (most spans: the copy is made only where there is text to leave out)."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import Status
+
+    if span.status.description is None and not any(e.name == "exception" for e in span.events):
+        return span
 
     events = [
         Event(e.name, {k: v for k, v in (e.attributes or {}).items() if k == "exception.type"}, e.timestamp)
@@ -136,7 +199,7 @@ def annotate_call(toolset: str | None, outcome: str, *, category: str | None = N
     span.set_attributes(attributes)
 
 
-_tracer = trace.get_tracer("mcp_server_core")
+_tracer: trace.Tracer = trace.get_tracer("mcp_server_core")
 
 
 def _name_and_attributes(system: str, operation: str, attributes: dict[str, str | int | bool]) -> dict[str, Any]:
@@ -155,8 +218,7 @@ def _mark_failed(span: Any, exc: BaseException) -> None:
         span.set_attribute("error.type", type(exc).__name__)
 
 
-@contextmanager
-def upstream_span(system: str, operation: str, **attributes: str | int | bool) -> Iterator[None]:
+def upstream_span(system: str, operation: str, **attributes: str | int | bool) -> AbstractContextManager[None]:
     """A child span of the current call for one request to the upstream (a statement, an API request).
 
     `system` names the upstream (`postgresql`, `github`, `slack`), `operation` what was asked of it (a statement
@@ -164,12 +226,31 @@ def upstream_span(system: str, operation: str, **attributes: str | int | bool) -
     no argument or secret becomes an attribute. An exception marks the span as failed with its type only.
     Without a configured tracer provider the span is a no-op and costs a function call.
     """
-    with _tracer.start_as_current_span(**_name_and_attributes(system, operation, attributes)) as span:
-        try:
-            yield
-        except BaseException as exc:
-            _mark_failed(span, exc)
-            raise
+    return _UpstreamSpan(system, operation, attributes)
+
+
+class _UpstreamSpan(AbstractContextManager[None]):
+    """`upstream_span`'s span, current while inside. A class, not a generator around the SDK's
+    `start_as_current_span` (itself a generator around `use_span`): a database call makes several of these, and
+    each layer cost as much as a tenth of the span."""
+
+    __slots__ = ("_arguments", "_span", "_token")
+
+    def __init__(self, system: str, operation: str, attributes: dict[str, str | int | bool]) -> None:
+        self._arguments = (system, operation, attributes)
+
+    def __enter__(self) -> None:
+        span = self._span = _tracer.start_span(**_name_and_attributes(*self._arguments))
+        # A span with no valid context (no tracer provider) is not made current: the caller's stays visible.
+        valid = span.get_span_context().is_valid
+        self._token = otel_context.attach(trace.set_span_in_context(span)) if valid else None
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)
+        if exc is not None:
+            _mark_failed(self._span, exc)
+        self._span.end()
 
 
 def start_upstream_span(

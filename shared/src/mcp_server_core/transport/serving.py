@@ -46,7 +46,7 @@ from fastmcp.server.context import reset_transport, set_transport
 
 from mcp_server_core.conventions.errors import configure_logging
 from mcp_server_core.conventions.settings import ServerSettings
-from mcp_server_core.operations.audit import configure_audit_log
+from mcp_server_core.operations.audit import configure_audit_log, flush_audit_log
 from mcp_server_core.operations.metrics import prepare_for_workers, remove_folder, worker_died
 from mcp_server_core.operations.tracing import configure_tracing
 from mcp_server_core.protocol.server import ReferenceServer
@@ -314,6 +314,12 @@ def _apply_settings(server: ReferenceServer, settings: ServerSettings) -> None:
     flush_traces = configure_tracing(server.name, server.version or "")
     if flush_traces is not None:
         server.on_shutdown(flush_traces)
+    server.on_shutdown(_flush_audit_log)
+
+
+async def _flush_audit_log() -> None:
+    """The last calls' audit lines reach their destination before the process leaves, within a bound (audit.py)."""
+    await asyncio.to_thread(flush_audit_log)
 
 
 def serve(server: ReferenceServer, settings: ServerSettings) -> None:
