@@ -11,7 +11,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -449,7 +449,8 @@ class Progress:
 
 
 class RowStream:
-    """A streamed result whose reads are `FETCH` spans: past the first round trip, rows come from the engine
+    """A streamed result whose reads are one `FETCH` span, from the first read to the close (one per batch of ten
+    rows was four spans a call, a tenth of a traced call's cost): past the first round trip, rows come from the engine
     as they are read (a server-side cursor's FETCH, SQLite's steps, MariaDB's unbuffered reads). A long read
     reports the rows fetched so far as progress; how many will come is unknown.
 
@@ -478,19 +479,25 @@ class RowStream:
         self.fetched = 0
         # A catalog read's rows (describe's sample) are part of the `describe`, as its statement is.
         self._operation = result.context.execution_options.get("mcp_operation") or "FETCH"
+        self._span_end: Callable[[BaseException | None], None] | None = None
 
     def keys(self) -> Any:
         keys = list(self._result.keys())
         return keys[:-1] if self._cuts else keys
 
     def fetchmany(self, size: int) -> list[Any]:
-        with self._db.span(self._operation):
+        if self._span_end is None:
+            self._span_end = self._db.start_span(self._operation)
+        try:
             if self._one_at_a_time:
                 rows: list[Any] = []
                 while len(rows) < size and (row := self._result.fetchone()) is not None:
                     rows.append([_cut_now(value) for value in row])
             else:
                 rows = self._result.fetchmany(size)
+        except BaseException as exc:
+            self._end_span(exc)
+            raise
         if rows:
             self.fetched += len(rows)
             self._progress(self.fetched, f"{self.fetched:,} row{'s' if self.fetched > 1 else ''} fetched so far")
@@ -504,7 +511,15 @@ class RowStream:
         return rows
 
     def close(self) -> None:
-        self._result.close()
+        try:
+            self._result.close()
+        finally:
+            self._end_span(None)
+
+    def _end_span(self, exc: BaseException | None) -> None:
+        end, self._span_end = self._span_end, None
+        if end is not None:
+            end(exc)
 
 
 def _cut_now(value: Any) -> Any:
@@ -863,6 +878,10 @@ class Database:
     def system(self) -> str:
         """The upstream as spans name it: `postgresql`, `mysql` (MariaDB too) or `sqlite`."""
         return "mysql" if self.dialect in ("mysql", "mariadb") else self.dialect
+
+    def start_span(self, operation: str) -> Callable[[BaseException | None], None]:
+        """`span`, for work whose start and end are apart (a stream's reads): returns what ends it."""
+        return start_upstream_span(self.system, operation, **{"db.system": self.system, "db.operation.name": operation})
 
     def span(self, operation: str) -> AbstractContextManager[None]:
         """A child span of the current call for one round trip: `<system> <operation>`, with `db.system` and
