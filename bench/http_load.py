@@ -7,25 +7,32 @@ connection each) initialize and then loop for a fixed time over a mix of one too
 of `run_query` on the sample, each call with its own parameter so a misrouted answer would show. Every answer
 is checked: the right id, no JSON-RPC error, isError false, the expected rows. Reported per cell:
 requests/s, p50/p95/p99 latency, errors (lost or wrong answers, which must be 0), and peak RSS (VmHWM) of each
-worker process. Then what the audit log and tracing cost (`operations_overhead`): both off, both on (every span
-kept), and both on with a tenth of the traces sampled; single-session sequential latency over interleaved rounds,
-the server's CPU per call, and the 16-session throughput, the arms taking turns. Bounded: 21 cells of DURATION_S
-seconds, 45 rounds of LATENCY_CALLS calls, plus start-ups: about 6 minutes. Writes bench/results-http.md and exits
-1 if any answer was lost or wrong, or a server process died. `--overhead-only` prints the overhead rows alone and
-writes nothing.
+worker process. Then the same cells through nginx (round robin, deploy/nginx.conf's upstream): one host, one host
+with `--state-url` to a redis-server the bench starts, two hosts (separate server processes on separate ports) with
+it; skipped, with the reason printed, when nginx or redis-server is missing. Then what the audit log and tracing
+cost (`operations_overhead`): both off, both on (every span kept), and both on with a tenth of the traces sampled;
+single-session sequential latency over interleaved rounds, the server's CPU per call, and the 16-session
+throughput, the arms taking turns. Bounded: 21 cells of DURATION_S
+seconds, 9 more through nginx, 45 rounds of LATENCY_CALLS calls, plus start-ups: about 8 minutes. Writes
+bench/results-http.md and exits 1 if any answer was lost or wrong, or a server process died. `--overhead-only`
+prints the overhead rows alone and `--gateway-only` the rows through nginx alone; neither writes anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import itertools
 import os
 import platform
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +58,14 @@ class Cell:
     elapsed: float = 0.0
     rss_kib: list[int] = field(default_factory=list)
     crashed: str = ""
+    setup: str = ""
+    """What answered, when not `workers` processes of one server on its own port: e.g. nginx, 2 hosts, Redis."""
+    served: list[int] = field(default_factory=list)
+    """Through nginx: the tools/call each host answered (its /metrics), warm-up included."""
+
+    @property
+    def label(self) -> str:
+        return self.setup or f"{self.workers} worker{'s' if self.workers > 1 else ''}"
 
 
 def _free_port() -> int:
@@ -104,6 +119,161 @@ def _stop_server(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
+REDIS = shutil.which("redis-server") or next((p for p in ("/usr/bin/redis-server",) if Path(p).exists()), None)
+GATEWAY_SETUPS = ((1, False), (1, True), (2, True))
+"""Through nginx: one host (what nginx costs), one host with Redis (what Redis costs), two hosts with Redis (what
+a second host gives): (hosts, Redis)."""
+NGINX_CONFIG = """
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {folder}/body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    upstream mcp_any {{
+{servers}
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 8m;
+        location /mcp {{
+            proxy_pass http://mcp_any/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+            proxy_next_upstream error timeout;
+        }}
+    }}
+}}
+"""
+"""deploy/nginx.conf's `mcp_any` upstream and `location /mcp`, every request round robin: the hosts run
+`--stateless`, so no request needs the host of an earlier one (the recipe's ip_hash route is for handshake-era
+sessions, and would send every request of this one-address client to one host)."""
+
+
+def _wait_until(condition: Callable[[], bool], failure: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(failure)
+        time.sleep(0.05)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _redis_answers(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        if probe.connect_ex(("127.0.0.1", port)) != 0:
+            return False
+        probe.sendall(b"PING\r\n")
+        return probe.recv(64).startswith(b"+PONG")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def _redis() -> Iterator[str]:
+    """A redis-server of the cell's own, nothing saved to disk; its URL."""
+    assert REDIS is not None
+    port = _free_port()
+    argv = [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_until(lambda: process.poll() is None and _redis_answers(port), f"redis-server on {port} did not answer")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
+
+
+@contextlib.contextmanager
+def _nginx(folder: Path, upstreams: list[int]) -> Iterator[str]:
+    """nginx in front of the hosts, round robin; the URL of its /mcp."""
+    assert NGINX is not None
+    port = _free_port()
+    servers = "\n".join(f"        server 127.0.0.1:{upstream};" for upstream in upstreams)
+    config = folder / "nginx.conf"
+    config.write_text(NGINX_CONFIG.format(folder=folder, port=port, servers=servers))
+    argv = [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise SystemExit(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
+        return _listening(port)
+
+    try:
+        _wait_until(up, "nginx did not listen")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        _stop(process)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def _answered(port: int) -> int:
+    """The tools/call a host answered, from its /metrics (the mcp_requests counter counts tool calls)."""
+    text = httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return round(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith('mcp_requests_total{method="tools/call"')
+        )
+    )
+
+
+def gateway_missing() -> str:
+    """Why the rows through nginx cannot run here, or "" when they can."""
+    missing = [name for name, path in (("nginx", NGINX), ("redis-server", REDIS)) if path is None]
+    return f"{' and '.join(missing)} not installed (apt-get install nginx-light redis-server)" if missing else ""
+
+
+def run_gateway_cell(hosts: int, with_redis: bool, sessions: int) -> Cell:
+    """`hosts` servers (1 worker each, each its own port and process, as separate machines would run them), each
+    with `--state-url` to one redis-server when `with_redis`, behind nginx round robin; the same load as a cell."""
+    import tempfile
+
+    setup = f"nginx, {hosts} host{'s' if hosts > 1 else ''}{', Redis' if with_redis else ''}"
+    cell = Cell(1, sessions, setup=setup)
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+        extra = ["--state-url", stack.enter_context(_redis())] if with_redis else []
+        ports = [_free_port() for _ in range(hosts)]
+        processes = []
+        for port in ports:
+            processes.append(_start_server(1, port, extra))
+            stack.callback(_stop_server, processes[-1])
+        url = stack.enter_context(_nginx(Path(folder), ports))
+        asyncio.run(_drive(url, cell))
+        for port, process in zip(ports, processes, strict=True):
+            if process.poll() is not None:
+                cell.crashed = f"a host exited {process.returncode}"
+                continue
+            cell.rss_kib.append(_peak_rss_kib(process.pid))
+            cell.served.append(_answered(port))
+    return cell
 
 
 def _answer(response: httpx2.Response, request_id: int) -> dict[str, Any]:
@@ -198,7 +368,7 @@ def run_cell(workers: int, sessions: int, extra: list[str] | None = None, env: d
     return cell
 
 
-def render(cells: list[Cell]) -> str:
+def render(cells: list[Cell], skipped: str = "") -> str:
     cpu = platform.processor() or platform.machine()
     with open("/proc/cpuinfo") as info:
         models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
@@ -212,7 +382,7 @@ def render(cells: list[Cell]) -> str:
         f"Each cell: a fresh server on the bundled SQLite sample, {WARMUP_S:g} s warm-up, then {DURATION_S:g} s of "
         "1 tools/list : 3 tools/call `run_query` (one customer by id), every answer checked.",
         "",
-        "| workers | sessions | requests/s | p50 ms | p95 ms | p99 ms | errors | peak RSS per worker (MiB) | server |",
+        "| setup | sessions | requests/s | p50 ms | p95 ms | p99 ms | errors | peak RSS per process (MiB) | server |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
@@ -220,7 +390,7 @@ def render(cells: list[Cell]) -> str:
         ms = [1000 * _percentile(cell.latencies, q) for q in (0.5, 0.95, 0.99)]
         rss = ", ".join(f"{kib / 1024:.0f}" for kib in cell.rss_kib)
         lines.append(
-            f"| {cell.workers} | {cell.sessions} | {rate:,.0f} | {ms[0]:.1f} | {ms[1]:.1f} | {ms[2]:.1f} | "
+            f"| {cell.label} | {cell.sessions} | {rate:,.0f} | {ms[0]:.1f} | {ms[1]:.1f} | {ms[2]:.1f} | "
             f"{len(cell.errors)} | {rss} | {cell.crashed or 'ok'} |"
         )
     lines += [
@@ -231,6 +401,26 @@ def render(cells: list[Cell]) -> str:
         "is one connection, served by one worker (the other's peak RSS stays near its idle 117 MiB).",
         "",
     ]
+    if skipped:
+        lines += [f"Rows through nginx skipped: {skipped}.", ""]
+    elif any(cell.setup for cell in cells):
+        shares = "; ".join(
+            f"{cell.sessions} session{'s' if cell.sessions > 1 else ''}: "
+            + " / ".join(f"{served:,}" for served in cell.served)
+            for cell in cells
+            if len(cell.served) > 1
+        )
+        lines += [
+            "Rows 'nginx, …': each host a separate `--stateless` server process (1 worker) on its own port, as",
+            "separate machines would run it, behind nginx (1 worker process) routing every request round robin",
+            "over `keepalive 16` upstream connections (deploy/nginx.conf's `mcp_any`); 'Redis': each host with",
+            "`--state-url` to one `redis-server --save ''` the bench starts (per-client call leases, stream events",
+            "and choices there), all on the same 2 CPUs as the client. nginx, Redis and every host share the",
+            "machine with the client. The tools/call each host answered (its /metrics, warm-up included; with one",
+            "session, round robin over the repeating list, call, call, call gives one host two calls to the",
+            f"other's one): {shares}.",
+            "",
+        ]
     if any(cell.crashed for cell in cells):
         lines += [
             "A server that exited -11 died of SIGSEGV; one that exited 1 was the --workers parent giving up after",
@@ -462,17 +652,33 @@ def main() -> int:
     out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
-    for workers in WORKERS:
-        for sessions in SESSIONS:
-            cell = run_cell(workers, sessions)
-            cells.append(cell)
-            print(
-                f"workers={workers} sessions={sessions}: {len(cell.latencies)} requests, {len(cell.errors)} errors",
-                file=sys.stderr,
-            )
-            for error in cell.errors[:5]:
-                print(f"  {error}", file=sys.stderr)
-    report = render(cells) + "\n" + render_overhead(operations_overhead())
+    skipped = gateway_missing()
+    if skipped:
+        print(f"rows through nginx skipped: {skipped}", file=sys.stderr)
+    runs: list[Callable[[], Cell]] = [
+        functools.partial(run_cell, workers, sessions) for workers in WORKERS for sessions in SESSIONS
+    ]
+    if not skipped:
+        runs += [
+            functools.partial(run_gateway_cell, hosts, with_redis, sessions)
+            for hosts, with_redis in GATEWAY_SETUPS
+            for sessions in SESSIONS
+        ]
+    if "--gateway-only" in sys.argv[1:]:  # the rows through nginx alone, printed, for trying a change
+        runs = runs[len(WORKERS) * len(SESSIONS) :]
+    for run in runs:
+        cell = run()
+        cells.append(cell)
+        print(
+            f"{cell.label} sessions={cell.sessions}: {len(cell.latencies)} requests, {len(cell.errors)} errors",
+            file=sys.stderr,
+        )
+        for error in cell.errors[:5]:
+            print(f"  {error}", file=sys.stderr)
+    if "--gateway-only" in sys.argv[1:]:
+        print(render(cells, skipped))
+        return 1 if any(cell.errors or cell.crashed for cell in cells) else 0
+    report = render(cells, skipped) + "\n" + render_overhead(operations_overhead())
     out.write_text(report)
     print(report)
     print(f"total {time.monotonic() - started:.0f} s", file=sys.stderr)
