@@ -112,5 +112,5 @@ bench-hostile: install ## One HTTP process under hostile clients: held connectio
 	$(UV) run --no-sync python bench/http_hostile.py
 
 .PHONY: bench-http
-bench-http: install ## Streamable HTTP under load: 1/16/64 sessions, 1 and 2 workers, audit+tracing overhead; writes bench/results-http.md
+bench-http: install ## Streamable HTTP under load: 1/16/64 sessions, 1 and 2 workers, through nginx to 1 and 2 hosts with Redis, audit+tracing overhead; writes bench/results-http.md
 	$(UV) run --no-sync python bench/http_load.py
