@@ -343,6 +343,12 @@ async def _drive(url: str, cell: Cell) -> None:
     cell.elapsed = DURATION_S
 
 
+def _load() -> str:
+    """The machine's load average over 1, 5 and 15 minutes: how much else shared the CPUs with the bench."""
+    with open("/proc/loadavg") as loadavg:
+        return " ".join(loadavg.read().split()[:3])
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
@@ -381,6 +387,7 @@ def render(cells: list[Cell], skipped: str = "") -> str:
         "server on one machine over loopback, the client one asyncio process with one connection per session.",
         f"Each cell: a fresh server on the bundled SQLite sample, {WARMUP_S:g} s warm-up, then {DURATION_S:g} s of "
         "1 tools/list : 3 tools/call `run_query` (one customer by id), every answer checked.",
+        f"Load average (1, 5, 15 min) at the start: {_load()}.",
         "",
         "| setup | sessions | requests/s | p50 ms | p95 ms | p99 ms | errors | peak RSS per process (MiB) | server |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -580,8 +587,7 @@ def operations_overhead() -> Overhead:
     finally:
         sink.terminate()
         sink.wait()
-    with open("/proc/loadavg") as loadavg:
-        result.load = " ".join(loadavg.read().split()[:3])
+    result.load = _load()
     metrics = call_metrics()
     result.metrics_us = 1e6 * (
         min(
