@@ -374,7 +374,7 @@ def run_cell(workers: int, sessions: int, extra: list[str] | None = None, env: d
     return cell
 
 
-def render(cells: list[Cell], skipped: str = "") -> str:
+def render(cells: list[Cell], skipped: str = "", load_at_start: str = "") -> str:
     cpu = platform.processor() or platform.machine()
     with open("/proc/cpuinfo") as info:
         models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
@@ -387,7 +387,7 @@ def render(cells: list[Cell], skipped: str = "") -> str:
         "server on one machine over loopback, the client one asyncio process with one connection per session.",
         f"Each cell: a fresh server on the bundled SQLite sample, {WARMUP_S:g} s warm-up, then {DURATION_S:g} s of "
         "1 tools/list : 3 tools/call `run_query` (one customer by id), every answer checked.",
-        f"Load average (1, 5, 15 min) at the start: {_load()}.",
+        f"Load average (1, 5, 15 min) at the start: {load_at_start or _load()}.",
         "",
         "| setup | sessions | requests/s | p50 ms | p95 ms | p99 ms | errors | peak RSS per process (MiB) | server |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -658,6 +658,7 @@ def main() -> int:
     out = HERE / "results-http.md"
     started = time.monotonic()
     cells = []
+    load_at_start = _load()
     skipped = gateway_missing()
     if skipped:
         print(f"rows through nginx skipped: {skipped}", file=sys.stderr)
@@ -682,9 +683,9 @@ def main() -> int:
         for error in cell.errors[:5]:
             print(f"  {error}", file=sys.stderr)
     if "--gateway-only" in sys.argv[1:]:
-        print(render(cells, skipped))
+        print(render(cells, skipped, load_at_start))
         return 1 if any(cell.errors or cell.crashed for cell in cells) else 0
-    report = render(cells, skipped) + "\n" + render_overhead(operations_overhead())
+    report = render(cells, skipped, load_at_start) + "\n" + render_overhead(operations_overhead())
     out.write_text(report)
     print(report)
     print(f"total {time.monotonic() - started:.0f} s", file=sys.stderr)
