@@ -56,6 +56,7 @@ PUBLIC = [
 
 TESTING = [
     "ERAS",
+    "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",

@@ -3,6 +3,7 @@
 Import it from tests only (it needs pytest): `from mcp_server_core.testing import ContractSuite, StdioWire`.
 """
 
+from mcp_server_core.testing.confirmations import Asked
 from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
 from mcp_server_core.testing.modules import module_at
 from mcp_server_core.testing.spans import recorded_spans
@@ -18,6 +19,7 @@ from mcp_server_core.testing.wire import (
 
 __all__ = [
     "ERAS",
+    "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",
