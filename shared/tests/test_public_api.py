@@ -56,6 +56,8 @@ PUBLIC = [
 
 TESTING = [
     "ERAS",
+    "REDIS_SERVER",
+    "redis_server",
     "Asked",
     "ContractSuite",
     "HttpWire",

@@ -23,4 +23,4 @@ class Asked:
         self.messages.append(message)
         if self.action == "accept":
             return ElicitResult(action="accept", content={"value": self.value})
-        return ElicitResult(action=self.action)  # type: ignore[arg-type]
+        return ElicitResult(action=self.action)
