@@ -20,7 +20,6 @@ import contextlib
 import json
 import queue
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,15 +34,22 @@ from typing import IO, Any
 
 import httpx2
 import pytest
-from mcp_server_core.testing import HttpWire, free_port, modern_meta, python_module, spawn_http_server
+from mcp_server_core.testing import (
+    REDIS_SERVER,
+    HttpWire,
+    free_port,
+    modern_meta,
+    python_module,
+    redis_server,
+    spawn_http_server,
+)
 
 from tests.test_gateway import NGINX
 from tests.test_gateway import _stop as stop_nginx
 
-REDIS = shutil.which("redis-server") or next((p for p in ("/usr/bin/redis-server",) if Path(p).exists()), None)
 pytestmark = [
     pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)"),
-    pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (apt-get install redis-server)"),
+    pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (apt-get install redis-server)"),
 ]
 
 TOKENS = ("a" * 16 + "-first-client-token-0123456789", "b" * 16 + "-other-client-token-0123456789")
@@ -66,32 +72,6 @@ class Cluster:
     def log(self, host: int) -> str:
         self.logs[host].seek(0)
         return self.logs[host].read().decode(errors="replace")
-
-
-@contextlib.contextmanager
-def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    assert REDIS is not None
-    process = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_for(lambda: _redis_answers(port), f"redis-server on {port} did not answer PING")
-        yield process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=10)
-
-
-def _redis_answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        if probe.connect_ex(("127.0.0.1", port)) != 0:
-            return False
-        probe.sendall(b"PING\r\n")
-        return probe.recv(64).startswith(b"+PONG")
 
 
 def _wait_for(condition: Any, failure: str) -> None:

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
 from mcp.shared.exceptions import MCPError
 from mcp_server_core import ReferenceServer, Toolset, tool
 from mcp_server_core.conventions.places import Place, place_of
 from mcp_server_core.operations.audit import configure_audit_log
 from mcp_server_core.operations.metrics import call_metrics
 from mcp_server_core.protocol.flows import LOST_COUNT, MemoryFlowStore
+from mcp_server_core.testing import Asked
 
 WRITTEN: list[str] = []
 
@@ -41,18 +41,6 @@ def shelves() -> Toolset:
 def server(enabled: str | None = None) -> ReferenceServer:
     WRITTEN.clear()
     return ReferenceServer("shelves", version="1", toolsets=[shelves()], enabled_toolsets=enabled)
-
-
-class Asked:
-    """An elicitation handler that gives one answer and remembers every question."""
-
-    def __init__(self, action: str) -> None:
-        self.action = action
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        return ElicitResult(action=self.action, content={"value": True} if self.action == "accept" else None)  # type: ignore[arg-type]
 
 
 async def test_without_sessions_a_principal_has_one_history() -> None:

@@ -56,6 +56,9 @@ PUBLIC = [
 
 TESTING = [
     "ERAS",
+    "REDIS_SERVER",
+    "redis_server",
+    "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",

@@ -4,8 +4,6 @@ expire when their holder dies, and memory serving while Redis is away, then Redi
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
 import socket
 import subprocess
 import time
@@ -14,38 +12,11 @@ from collections.abc import Iterator
 import pytest
 from key_value.aio.stores.memory import MemoryStore
 from mcp_server_core.operations.state import SharedState
-from mcp_server_core.testing import free_port
+from mcp_server_core.testing import REDIS_SERVER, free_port, redis_server
 
-REDIS = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (apt-get install redis-server)")
-
-
-def _answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        if probe.connect_ex(("127.0.0.1", port)) != 0:
-            return False
-        probe.sendall(b"PING\r\n")
-        return probe.recv(16).startswith(b"+PONG")
-
-
-@contextlib.contextmanager
-def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    assert REDIS is not None
-    process = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not _answers(port):
-            assert time.monotonic() < deadline, "redis-server did not answer"
-            time.sleep(0.02)
-        yield process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+pytestmark = pytest.mark.skipif(
+    REDIS_SERVER is None, reason="redis-server is not installed (apt-get install redis-server)"
+)
 
 
 @pytest.fixture
@@ -97,10 +68,7 @@ async def test_memory_serves_while_redis_is_away_and_keeps_what_it_was_given(
 
     # Redis goes away (the fixture's process: stopped here, started again below on the same port).
     process.terminate()
-    deadline = time.monotonic() + 10
-    while _answers(redis_port):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+    await asyncio.to_thread(process.wait, 10)  # gone: its port refuses connections now
     await store.put("during", {"v": 2}, collection="c", ttl=60)
     assert await store.get("during", collection="c") == {"v": 2}
     assert state.degraded

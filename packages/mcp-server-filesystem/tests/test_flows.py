@@ -8,23 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
 from mcp_server_core import ReferenceServer
-from mcp_server_core.testing import StdioWire, python_module
+from mcp_server_core.testing import Asked, StdioWire, python_module
 
 Make = Callable[..., ReferenceServer]
-
-
-class Asked:
-    def __init__(self, action: str) -> None:
-        self.action = action
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        if self.action == "accept":
-            return ElicitResult(action="accept", content={"value": True})
-        return ElicitResult(action=self.action)  # type: ignore[arg-type]
 
 
 def two_roots(tmp_path: Path) -> tuple[Path, Path]:

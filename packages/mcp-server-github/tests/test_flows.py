@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fake_github import FakeGitHub, server_for, text_of
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
+from mcp_server_core.testing import Asked
 
 pytestmark = pytest.mark.anyio
 
@@ -29,21 +29,6 @@ def plant(fake: FakeGitHub) -> None:
 
 def issues_created(fake: FakeGitHub) -> list[Any]:
     return [r for r in fake.requests if r.method == "POST" and r.path.endswith("/issues")]
-
-
-class Asked:
-    """An elicitation handler that answers `action` and keeps what it was asked."""
-
-    def __init__(self, action: str, value: bool = True) -> None:
-        self.action = action
-        self.value = value
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        if self.action == "accept":
-            return ElicitResult(action="accept", content={"value": self.value})
-        return ElicitResult(action=self.action)  # type: ignore[arg-type]
 
 
 async def toxic_flow(client: Client[Any]) -> Any:

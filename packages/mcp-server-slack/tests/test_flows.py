@@ -7,19 +7,7 @@ from typing import Any
 
 from fake_slack import FakeSlack, make_server, text_of
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
-
-
-class Asked:
-    def __init__(self, action: str) -> None:
-        self.action = action
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        if self.action == "accept":
-            return ElicitResult(action="accept", content={"value": True})
-        return ElicitResult(action=self.action)  # type: ignore[arg-type]
+from mcp_server_core.testing import Asked
 
 
 def writer(fake: FakeSlack) -> Any:

@@ -47,7 +47,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_server_core.auth.identity import caller
-from mcp_server_core.conventions.errors import Refused, ToolFailure
+from mcp_server_core.conventions.errors import Refused, ToolFailure, Unavailable
 from mcp_server_core.conventions.places import Place, PlaceOf, Places
 from mcp_server_core.conventions.tools import ToolDefinition
 from mcp_server_core.operations.audit import audit_confirmation
@@ -472,9 +472,14 @@ async def _places(
     try:
         given = declared(arguments)
         found: Places = await given if inspect.isawaitable(given) else given
+    except Unavailable:
+        # The upstream is down or limiting: the tool would fail the same way, so the client hears why now, and the
+        # upstream is asked once per call (with its retry), not once here and again by the tool.
+        raise
     except ToolFailure:
         if not reading:
             raise  # the tool would fail the same way: the client hears why
+        # A read may go on without it (read_many_files reports a missing file and reads the others).
         return [Place("place", f"read by {definition.name}", f"what {definition.name} read")]
     except Exception:
         # A declaration that breaks (a disk error while resolving a path) must not let a write pass unasked, nor

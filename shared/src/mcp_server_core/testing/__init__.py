@@ -3,8 +3,10 @@
 Import it from tests only (it needs pytest): `from mcp_server_core.testing import ContractSuite, StdioWire`.
 """
 
+from mcp_server_core.testing.confirmations import Asked
 from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
 from mcp_server_core.testing.modules import module_at
+from mcp_server_core.testing.services import REDIS_SERVER, redis_server
 from mcp_server_core.testing.spans import recorded_spans
 from mcp_server_core.testing.wire import (
     HttpWire,
@@ -18,6 +20,8 @@ from mcp_server_core.testing.wire import (
 
 __all__ = [
     "ERAS",
+    "REDIS_SERVER",
+    "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",
@@ -27,6 +31,7 @@ __all__ = [
     "module_at",
     "python_module",
     "recorded_spans",
+    "redis_server",
     "spawn_http_server",
     "tools_list_bytes",
 ]
