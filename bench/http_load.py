@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from mcp_server_core.testing import REDIS_SERVER, redis_server
 
 HERE = Path(__file__).parent
 WORKERS = (1, 2)
@@ -122,7 +123,6 @@ def _stop_server(process: subprocess.Popen[bytes]) -> None:
 
 
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
-REDIS = shutil.which("redis-server") or next((p for p in ("/usr/bin/redis-server",) if Path(p).exists()), None)
 GATEWAY_SETUPS = ((1, False), (1, True), (2, True))
 """Through nginx: one host (what nginx costs), one host with Redis (what Redis costs), two hosts with Redis (what
 a second host gives): (hosts, Redis)."""
@@ -175,15 +175,6 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _redis_answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        if probe.connect_ex(("127.0.0.1", port)) != 0:
-            return False
-        probe.sendall(b"PING\r\n")
-        return probe.recv(64).startswith(b"+PONG")
-
-
 def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
@@ -192,20 +183,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@contextlib.contextmanager
-def _redis() -> Iterator[str]:
-    """A redis-server of the cell's own, nothing saved to disk; its URL."""
-    assert REDIS is not None
-    port = _free_port()
-    argv = [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_until(lambda: process.poll() is None and _redis_answers(port), f"redis-server on {port} did not answer")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        _stop(process)
 
 
 @contextlib.contextmanager
@@ -247,7 +224,7 @@ def _answered(port: int) -> int:
 
 def gateway_missing() -> str:
     """Why the rows through nginx cannot run here, or "" when they can."""
-    missing = [name for name, path in (("nginx", NGINX), ("redis-server", REDIS)) if path is None]
+    missing = [name for name, path in (("nginx", NGINX), ("redis-server", REDIS_SERVER)) if path is None]
     return f"{' and '.join(missing)} not installed (apt-get install nginx-light redis-server)" if missing else ""
 
 
@@ -259,7 +236,11 @@ def run_gateway_cell(hosts: int, with_redis: bool, sessions: int) -> Cell:
     setup = f"nginx, {hosts} host{'s' if hosts > 1 else ''}{', Redis' if with_redis else ''}"
     cell = Cell(1, sessions, setup=setup)
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
-        extra = ["--state-url", stack.enter_context(_redis())] if with_redis else []
+        extra = []
+        if with_redis:
+            redis_port = _free_port()
+            stack.enter_context(redis_server(redis_port))  # its own, nothing kept on disk; stopped at the end
+            extra = ["--state-url", f"redis://127.0.0.1:{redis_port}/0"]
         ports = [_free_port() for _ in range(hosts)]
         processes = []
         for port in ports:
