@@ -6,11 +6,13 @@ wire itself: what is on stdout, which error code came back, which notifications 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import json
 import os
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -19,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import httpx2
@@ -365,26 +368,61 @@ class HttpWire:
 _WORKER_PORTS = 2_000
 """Ports per pytest-xdist worker, below Linux's ephemeral range (32768+), so no worker's choice is another's,
 nor the port the kernel gives some client's outgoing connection."""
-_next_port = itertools.count()
+_next_port = itertools.count(random.randrange(_WORKER_PORTS))  # noqa: S311 - spreads two runs, no secret
+_PORT_CLAIMS = Path(tempfile.gettempdir()) / "mcp-server-core-test-ports"
+_HELD_CLAIMS = 256
+"""Claims a process keeps: by the time one is let go, the server it was for has long held its port itself."""
+_claims: collections.deque[int] = collections.deque()
+
+
+def _claim(port: int) -> bool:
+    """Whether this process may hand out `port`: no other process on the machine holds its claim (a lock on a
+    file named after it, let go when the process ends). Two suites at once (two clones, each `make test`) walk
+    the same per-worker ranges: without claims each started servers on ports the other had just handed out, and
+    a test talked to the other run's server, or its own server found its port taken."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock (Windows): ports are only probed
+        return True
+    _PORT_CLAIMS.mkdir(mode=0o1777, exist_ok=True)
+    fd = os.open(_PORT_CLAIMS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _claims.append(fd)
+    while len(_claims) > _HELD_CLAIMS:
+        os.close(_claims.popleft())
+    return True
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def free_port() -> int:
-    """A port nothing listens on now: the kernel's choice, or, under pytest-xdist, one from this worker's range."""
+    """A port nothing listens on now and no other test process has handed out: the kernel's choice, or, under
+    pytest-xdist, one from this worker's range."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and worker[2:].isdigit():
         base = 20_000 + int(worker[2:]) % 6 * _WORKER_PORTS
         for _ in range(_WORKER_PORTS):
             candidate = base + next(_next_port) % _WORKER_PORTS
-            with socket.socket() as probe:
-                try:
-                    probe.bind(("127.0.0.1", candidate))
-                except OSError:
-                    continue
+            if _bindable(candidate) and _claim(candidate):
                 return candidate
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        if _claim(port):
+            return port
+    raise RuntimeError("no free port could be claimed")
 
 
 @contextlib.contextmanager
