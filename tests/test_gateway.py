@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import socket
 import subprocess
 import threading
@@ -19,12 +18,11 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from mcp_server_core.testing import HttpWire, free_port, python_module, spawn_http_server
+from mcp_server_core.testing import NGINX, HttpWire, free_port, python_module, spawn_http_server
 
 from tests.conftest import SERVERS, change_trigger
 from tests.test_workers import CLIENTS
 
-NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx)")
 
 LOCATION = """

@@ -11,7 +11,8 @@ handshake-era sessions by the client's address (ip_hash). What is checked, throu
 - a 2026-07-28 client that read one folder on one host and writes another on the other host is asked (or refused,
   when it cannot be asked), its answer holds on both hosts, and another principal's writes are not held by it.
 
-Skipped when redis-server or nginx is missing (.ci/run installs both).
+Skipped when redis-server or nginx is missing (.ci/run installs both). tests/test_haproxy.py runs these hosts
+behind deploy/haproxy.cfg instead (`_cluster(..., gateway=...)`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ import json
 import queue
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,17 +35,16 @@ from typing import IO, Any
 import httpx2
 import pytest
 from mcp_server_core.testing import (
+    NGINX,
     REDIS_SERVER,
     HttpWire,
     free_port,
     modern_meta,
+    nginx,
     python_module,
     redis_server,
     spawn_http_server,
 )
-
-from tests.test_gateway import NGINX
-from tests.test_gateway import _stop as stop_nginx
 
 pytestmark = [
     pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)"),
@@ -135,30 +134,19 @@ LOCATION = """
 
 
 @contextlib.contextmanager
-def nginx(folder: Path, first: int, second: int) -> Iterator[str]:
-    assert NGINX is not None
+def nginx_gateway(folder: Path, first: int, second: int) -> Iterator[str]:
+    """nginx routing to the hosts on ports `first` and `second` as docs/deploy.md says: its /mcp URL."""
     folder.mkdir(exist_ok=True)
     port = free_port()
     routing = ROUTING.format(first=f"127.0.0.1:{first}", second=f"127.0.0.1:{second}")
     config = folder / "nginx.conf"
     config.write_text(NGINX_CONFIG.format(folder=folder, port=port, routing=routing, location=LOCATION))
-    process = subprocess.Popen(
-        [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def listening() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        _wait_for(listening, "nginx did not listen")
+    with nginx(config, port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_nginx(process)
+
+
+Gateway = Callable[[Path, int, int], contextlib.AbstractContextManager[str]]
+"""Starts a gateway in a folder of its own in front of the hosts on two ports, and gives its /mcp URL."""
 
 
 @pytest.fixture
@@ -176,7 +164,7 @@ def steady_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
 
 
 @contextlib.contextmanager
-def _cluster(tmp_path: Path) -> Iterator[Cluster]:
+def _cluster(tmp_path: Path, gateway: Gateway = nginx_gateway) -> Iterator[Cluster]:
     tokens = tmp_path / "tokens"
     tokens.write_text("\n".join(TOKENS) + "\n")
     redis_port = free_port()
@@ -218,8 +206,8 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
                     stack.push(server.__exit__)
         (first, first_process), (second, second_process) = (future.result() for future in started)
         hosts, processes, logs = [first, second], [first_process, second_process], [log for _, log in starting]
-        gateway = stack.enter_context(nginx(tmp_path / "nginx", *(_port(url) for url in hosts)))
-        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, gateway)
+        url = stack.enter_context(gateway(tmp_path / "gateway", *(_port(url) for url in hosts)))
+        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, url)
 
 
 def _port(url: str) -> int:
@@ -472,6 +460,13 @@ def _replay(url: str, token: str, session: dict[str, str], last_event_id: str) -
 
 
 def test_a_stream_resumes_on_the_other_host_when_its_host_dies(cluster: Cluster) -> None:
+    resume_after_its_host_dies(cluster)
+
+
+def resume_after_its_host_dies(cluster: Cluster) -> None:
+    """A client's stream drops after its first event; its host dies once the call is answered; the client resumes
+    through the gateway (which can only send it to the other host) and gets every event; another credential gets
+    404. Every gateway's test runs it."""
     token = TOKENS[0]
     with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
         session = _initialize(client, cluster.gateway, token, {})

@@ -6,7 +6,7 @@ Import it from tests only (it needs pytest): `from mcp_server_core.testing impor
 from mcp_server_core.testing.confirmations import Asked
 from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
 from mcp_server_core.testing.modules import module_at
-from mcp_server_core.testing.services import REDIS_SERVER, redis_server
+from mcp_server_core.testing.services import HAPROXY, NGINX, REDIS_SERVER, haproxy, nginx, redis_server
 from mcp_server_core.testing.spans import recorded_spans
 from mcp_server_core.testing.wire import (
     HttpWire,
@@ -20,6 +20,8 @@ from mcp_server_core.testing.wire import (
 
 __all__ = [
     "ERAS",
+    "HAPROXY",
+    "NGINX",
     "REDIS_SERVER",
     "Asked",
     "ContractSuite",
@@ -27,8 +29,10 @@ __all__ = [
     "StdioWire",
     "WireError",
     "free_port",
+    "haproxy",
     "modern_meta",
     "module_at",
+    "nginx",
     "python_module",
     "recorded_spans",
     "redis_server",

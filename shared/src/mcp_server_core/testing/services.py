@@ -1,5 +1,7 @@
 """Real services a test starts for itself and stops after: a `redis-server` of its own (`--state-url`), on a
-port nothing else uses, keeping nothing on disk, so tests never share state with each other or the machine."""
+port nothing else uses, keeping nothing on disk, so tests never share state with each other or the machine; and
+the gateways docs/deploy.md puts in front of several hosts (nginx, HAProxy), each with a configuration the test
+wrote, in the foreground, so the test's end stops them."""
 
 from __future__ import annotations
 
@@ -10,15 +12,26 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from mcp_server_core.testing.wire import PATIENCE_S
 
-__all__ = ["REDIS_SERVER", "redis_server"]
+__all__ = ["HAPROXY", "NGINX", "REDIS_SERVER", "haproxy", "nginx", "redis_server"]
 
-REDIS_SERVER = shutil.which("redis-server") or next(
-    (path for path in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if Path(path).exists()), None
-)
+
+def _installed(name: str) -> str | None:
+    # Debian puts daemons in /usr/sbin, which an unprivileged PATH may leave out.
+    return shutil.which(name) or next(
+        (path for path in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if Path(path).exists()), None
+    )
+
+
+REDIS_SERVER = _installed("redis-server")
 """Debian's `redis-server` where installed (`.ci/run` installs it), else None: a test skips on None."""
+NGINX = _installed("nginx")
+"""Debian's `nginx` where installed (`.ci/run` installs nginx-light), else None: a test skips on None."""
+HAPROXY = _installed("haproxy")
+"""Debian's `haproxy` where installed (`.ci/run` installs it), else None: a test skips on None."""
 
 
 def _answers(port: int) -> bool:
@@ -52,3 +65,55 @@ def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def nginx(config: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """nginx with `config` (which listens on 127.0.0.1:`port` and keeps its pid, logs and temporary files in
+    `config`'s folder), once the port accepts connections; stopped at the end."""
+    if NGINX is None:
+        raise RuntimeError("nginx is not installed (apt-get install nginx-light)")
+    argv = [NGINX, "-p", str(config.parent), "-c", str(config), "-g", "daemon off;"]
+    with _gateway("nginx", argv, port, subprocess.DEVNULL) as process:
+        yield process
+
+
+@contextlib.contextmanager
+def haproxy(config: Path, port: int, *, log: IO[bytes] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """HAProxy in the foreground (`-db`) with `config` (which binds 127.0.0.1:`port`), once the port accepts
+    connections; stopped at the end. Its own log (`log stdout`) goes to `log` when given (not to a pipe nobody
+    reads, which would stop it once full)."""
+    if HAPROXY is None:
+        raise RuntimeError("haproxy is not installed (apt-get install haproxy)")
+    with _gateway("haproxy", [HAPROXY, "-db", "-f", str(config)], port, log or subprocess.DEVNULL) as process:
+        yield process
+
+
+@contextlib.contextmanager
+def _gateway(name: str, argv: list[str], port: int, output: IO[bytes] | int) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(argv, stdout=output, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while not _accepts(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                _, said = process.communicate()
+                raise RuntimeError(f"{name} did not listen on port {port} (exit code {process.returncode}): {said!r}")
+            time.sleep(0.02)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
