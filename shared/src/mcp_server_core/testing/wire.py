@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,6 +59,22 @@ def with_envelope(params: Mapping[str, Any] | None, version: str = MODERN) -> di
     body = dict(params or {})
     body["_meta"] = {**modern_meta(version), **body.get("_meta", {})}
     return body
+
+
+def _native_stacks(pid: int, timeout: float) -> str:
+    """py-spy's view of a stuck process (a dev dependency; "" where it is missing or may not attach): unlike the
+    server's own SIGUSR2 dump it marks which thread holds the GIL and shows C frames, so a process where every
+    thread waits, one of them for the GIL, says which thread and which C call to blame."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        return ""
+    try:
+        done = subprocess.run(  # noqa: S603 - our own dev tool on our own child
+            [spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True, timeout=timeout * 2
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"py-spy: {exc}\n"
+    return f"py-spy dump --native (exit {done.returncode}):\n{done.stdout[-12000:]}{done.stderr[-2000:]}\n"
 
 
 class StdioWire:
@@ -218,13 +235,14 @@ class StdioWire:
         that run Python can crash the process, so only ask a server the test is done with."""
         if self.proc.poll() is not None:
             return self.stderr[-6000:]
+        native = _native_stacks(self.proc.pid, timeout)
         before = len(self.stderr)
         self.proc.send_signal(signal.SIGUSR2)
         deadline = time.monotonic() + timeout
         while "most recent call first" not in self.stderr[before:] and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.2)  # the other threads' stacks follow the first one's within microseconds
-        return self.stderr[before:][-12000:]
+        return native + self.stderr[before:][-12000:]
 
     def close(self, timeout: float = PATIENCE_S) -> int:
         """Close stdin (the client leaves) and return the exit code."""
