@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from fastmcp.resources import FunctionResource
 from mcp.shared.exceptions import MCPError
 from mcp_server_core import ReferenceServer, Toolset, tool
 from mcp_server_core.conventions.places import Place, place_of
@@ -71,6 +72,54 @@ async def test_a_failed_read_is_not_remembered() -> None:
     async with Client(shared, mode="legacy") as client:
         failed = await client.call_tool("read_shelf", {"shelf": 3}, raise_on_error=False)  # fails its schema
         assert failed.is_error
+        result = await client.call_tool("write_shelf", {"shelf": "public", "text": "x"})
+    assert not result.is_error
+
+
+def with_shelf_resources(shared: ReferenceServer, place: Any = None) -> ReferenceServer:
+    """`shelf://{shelf}` resources, declared to read their shelf (or `place(uri)`, when given)."""
+    from fastmcp.resources import ResourceTemplate
+
+    shared.add_template(
+        ResourceTemplate.from_function(lambda shelf: f"books on {shelf}", uri_template="shelf://{shelf}", name="shelf")
+    )
+    shared.flows.resources_read("shelf://", place or (lambda uri: Place("shelf", uri.removeprefix("shelf://"))))
+    return shared
+
+
+async def test_a_resource_read_counts_as_a_tool_read_of_its_place() -> None:
+    """Without sessions too: the principal's history holds what it read as resources."""
+    shared = with_shelf_resources(server())
+    shared.without_sessions()
+    async with Client(shared, mode="legacy") as reader:
+        await reader.read_resource("shelf://private")
+    async with Client(shared, mode="legacy") as writer:
+        same = await writer.call_tool("write_shelf", {"shelf": "private", "text": "x"})
+        assert not same.is_error
+        result = await writer.call_tool("write_shelf", {"shelf": "public", "text": "x"}, raise_on_error=False)
+    assert result.is_error
+    assert "after this session read shelf private" in result.content[0].text  # type: ignore[union-attr]
+    assert WRITTEN == ["private"]
+
+
+async def test_a_resource_whose_place_cannot_be_told_makes_writes_ask() -> None:
+    def broken(uri: str) -> Place:
+        raise OSError("disk error")
+
+    shared = with_shelf_resources(server(), broken)
+    async with Client(shared, mode="legacy") as client:
+        await client.read_resource("shelf://private")
+        result = await client.call_tool("write_shelf", {"shelf": "private", "text": "x"}, raise_on_error=False)
+    assert result.is_error
+    assert "a resource whose source is unknown" in result.content[0].text  # type: ignore[union-attr]
+    assert WRITTEN == []
+
+
+async def test_an_undeclared_resource_read_counts_as_nothing() -> None:
+    shared = server()
+    shared.add_resource(FunctionResource.from_function(lambda: "the catalogue", uri="catalogue://all", name="all"))
+    async with Client(shared, mode="legacy") as client:
+        await client.read_resource("catalogue://all")
         result = await client.call_tool("write_shelf", {"shelf": "public", "text": "x"})
     assert not result.is_error
 

@@ -7,9 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastmcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp_server_core import ReferenceServer
 from mcp_server_core.testing import Asked, StdioWire, python_module
+from mcp_server_filesystem.resources import file_uri
 
 Make = Callable[..., ReferenceServer]
 
@@ -80,6 +83,48 @@ async def test_nested_roots_are_one_place_whatever_their_order(tmp_path: Path, m
         assert not result.is_error, text(result)
         assert asked.messages == []
         assert (outer / "b" / "t.md").read_text() == "y\n"
+
+
+@pytest.mark.parametrize("scheme", ["file", "FILE"])
+async def test_a_file_read_as_a_resource_counts_as_read_in_its_root(
+    tmp_path: Path, make_server: Make, scheme: str
+) -> None:
+    """resources/read of a file is the same flow as read_file of it: a write in another root asks (a scheme's case
+    is no way around it), and the decline leaves the tree as it was."""
+    private, public = two_roots(tmp_path)
+    asked = Asked("decline")
+    async with Client(make_server(private, public), elicitation_handler=asked, mode="legacy") as client:
+        uri = scheme + file_uri(str(private / "keys.txt")).removeprefix("file")
+        [content] = await client.read_resource(uri)
+        assert "hunter2" in getattr(content, "text", "")
+        result = await client.call_tool_mcp("write_file", {"path": str(public / "leak.txt"), "content": "hunter2"})
+    assert result.is_error
+    assert "declined" in text(result)
+    [question] = asked.messages
+    assert f"after this session read folder {private}." in question
+    assert sorted(p.name for p in public.iterdir()) == ["notes.md"]
+
+
+async def test_a_resource_read_then_a_write_in_its_own_root_does_not_ask(tmp_path: Path, make_server: Make) -> None:
+    private, public = two_roots(tmp_path)
+    asked = Asked("decline")
+    async with Client(make_server(private, public), elicitation_handler=asked) as client:
+        await client.read_resource(file_uri(str(public / "notes.md")))
+        result = await client.call_tool_mcp("write_file", {"path": str(public / "todo.md"), "content": "- x\n"})
+    assert not result.is_error, text(result)
+    assert asked.messages == []
+    assert (public / "todo.md").read_text() == "- x\n"
+
+
+async def test_a_resource_read_that_failed_counts_as_nothing(tmp_path: Path, make_server: Make) -> None:
+    private, public = two_roots(tmp_path)
+    asked = Asked("decline")
+    async with Client(make_server(private, public), elicitation_handler=asked) as client:
+        with pytest.raises(MCPError):
+            await client.read_resource(file_uri(str(private / "missing.txt")))
+        result = await client.call_tool_mcp("write_file", {"path": str(public / "todo.md"), "content": "- x\n"})
+    assert not result.is_error, text(result)
+    assert asked.messages == []
 
 
 async def test_without_elicitation_the_write_is_refused_and_the_tree_unchanged(

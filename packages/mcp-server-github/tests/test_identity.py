@@ -148,6 +148,34 @@ def test_a_read_only_token_gets_no_write_tools(fake: FakeGitHub, tmp_path: Path)
     assert all(i["title"] != "sneaky" for i in fake.repos["acme/widgets"].issues.values())
 
 
+def test_toolset_discovery_names_no_write_tool_to_a_token_that_cannot_write(fake: FakeGitHub, tmp_path: Path) -> None:
+    """list_toolsets and enable_toolset speak of the tools the caller could use: a read-only token hears of no
+    write tool (it could neither see nor call one), a token that writes hears of them all."""
+    fake.add_token(ALICE, "alice", "repo")
+    fake.add_token(READER, "bob", "read:org, gist")
+    with (
+        per_user(fake, tmp_path, "--toolsets", "dynamic") as url,
+        HttpWire(url, token=ALICE) as writer,
+        HttpWire(url, token=READER) as reader,
+    ):
+        for wire in (writer, reader):
+            wire.initialize()
+        named = set(re.findall(r"[a-z_]+", text(call(writer, "list_toolsets"))))
+        assert {"create_issue", "add_issue_comment", "merge_pull_request", "list_issues"} <= named
+        listing = text(call(reader, "list_toolsets"))
+        assert not WRITES & set(re.findall(r"[a-z_]+", listing)), listing
+        assert {"list_issues", "get_pull_request"} <= set(re.findall(r"[a-z_]+", listing))
+        enabled = text(call(reader, "enable_toolset", name="issues"))
+        assert "list_issues" in enabled
+        assert not WRITES & set(re.findall(r"[a-z_]+", enabled)), enabled
+        offered = tool_names(reader)
+        assert "list_issues" in offered
+        assert not WRITES & offered
+        assert "create_issue" in text(call(writer, "enable_toolset", name="issues"))
+        assert "create_issue" in tool_names(writer)
+    assert not carried(fake, READER, "POST")
+
+
 def test_tokens_reach_no_log_audit_line_or_error(fake: FakeGitHub, tmp_path: Path) -> None:
     fake.add_token(ALICE, "alice", "repo")
     rejected = "ghp_Rejected0123456789abcdefghijklmnopqrstuvw"

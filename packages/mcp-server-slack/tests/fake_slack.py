@@ -9,6 +9,8 @@ over real sockets: nothing is patched.
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -335,6 +337,21 @@ class _SlackError(Exception):
         self.extra = extra
 
 
+def _pkce_holds(grant: dict[str, str], verifier: object) -> bool:
+    """RFC 7636 section 4.6: the verifier sent with the code must be the one the authorize's code_challenge was
+    made from (S256: BASE64URL(SHA256(verifier)) without padding; `plain`, the default: the verifier itself)."""
+    if not isinstance(verifier, str) or not verifier:
+        return False
+    method = grant.get("code_challenge_method", "plain")
+    if method == "S256":
+        made = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    elif method == "plain":
+        made = verifier
+    else:
+        return False
+    return hmac.compare_digest(made.encode(), grant["code_challenge"].encode())
+
+
 @dataclass
 class Recorded:
     method: str
@@ -343,6 +360,8 @@ class Recorded:
     content_type: str
     token: str = ""
     """The token the request carried, whole (tests ask whose it was; never printed)."""
+    answered: str = ""
+    """How the fake answered: `ok`, or the error Slack would name (`invalid_code`)."""
 
 
 @dataclass
@@ -790,11 +809,15 @@ class FakeSlack:
             raise _SlackError(
                 "invalid_client_id" if params.get("client_id") not in self.oauth_apps else "bad_client_secret"
             )
-        grant = self._grants.pop(str(params.get("code", "")), None)
+        grant = self._grants.pop(str(params.get("code", "")), None)  # once only, whatever the outcome
         if grant is None:
             raise _SlackError("invalid_code")
         if params.get("redirect_uri", grant.get("redirect_uri")) != grant.get("redirect_uri"):
             raise _SlackError("bad_redirect_uri")
+        if "code_challenge" in grant and not _pkce_holds(grant, params.get("code_verifier")):
+            # Slack documents `code_verifier` ("used to generate the code_challenge originally") but no error of its
+            # own for a wrong one; the code cannot be redeemed without it, so the fake names the code invalid.
+            raise _SlackError("invalid_code")
         self._counter += 1
         token = self.add_user_token(
             f"xoxp-4242424242-{self._counter:010d}-SignedInUserToken", self.signing_in, grant.get("user_scope", "")
@@ -812,7 +835,8 @@ class FakeSlack:
         }
 
     def authorize(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
-        """Slack's /oauth/v2/authorize page, approved at once by `signing_in`: back to redirect_uri with a code."""
+        """Slack's /oauth/v2/authorize page, approved at once by `signing_in`: back to redirect_uri with a code. The
+        grant keeps what was asked, a PKCE code_challenge with it, for oauth.v2.access to check."""
         if query.get("client_id") not in self.oauth_apps:
             return 400, {}, "<html>Invalid client_id parameter</html>"
         self._counter += 1
@@ -1038,10 +1062,12 @@ class FakeSlack:
                 auth = self.headers.get("Authorization", "")
                 token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else params.pop("token", "")
                 kind = fake.tokens.get(token) if method != "oauth.v2.access" else "app"
+                record = Recorded(method, params, kind, content_type, token)
                 with fake._lock:
-                    fake.requests.append(Recorded(method, params, kind, content_type, token))
+                    fake.requests.append(record)
                 fake._local.token = token
                 status, headers, body = fake.handle(method, params, kind)
+                record.answered = str(body.get("error", "ok")) if isinstance(body, dict) else str(status)
                 if token in fake.people:  # Slack lists a token's scopes on every Web API answer
                     headers = {**headers, "X-OAuth-Scopes": fake.people[token][1]}
                 if fake._take_drop(method):

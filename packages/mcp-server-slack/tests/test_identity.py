@@ -9,11 +9,11 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx2
 from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack
@@ -158,60 +158,107 @@ def test_the_bot_token_stays_the_default_and_a_bearer_is_never_sent(fake: FakeSl
     assert post["user"] == "U0BOT0000"
 
 
+APP = "1234.5678"
+
+
+def sign_in(
+    fake: FakeSlack, url: str, browser: httpx2.Client, at_slack: Callable[[str], str] = lambda url: url
+) -> tuple[str, dict[str, str], httpx2.Response]:
+    """A host's sign-in through the proxy up to Slack's answer, the browser going to `at_slack(url)` for Slack's
+    authorize page: the host's client id, what the proxy asked Slack for, and the proxy's callback answer."""
+    base = url.removesuffix("/mcp")
+    metadata = browser.get(f"{base}/.well-known/oauth-authorization-server").json()
+    client = browser.post(
+        metadata["registration_endpoint"], json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+    ).json()
+    authorize = browser.get(
+        metadata["authorization_endpoint"],
+        params={
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_challenge": CHALLENGE,
+            "code_challenge_method": "S256",
+            "state": "s1",
+        },
+    )
+    consent = browser.get(authorize.headers["location"])
+    fields = dict(re.findall(r'name="(txn_id|csrf_token)" value="([^"]+)"', consent.text))
+    upstream = browser.post(f"{base}/consent", data={**fields, "action": "approve"}).headers["location"]
+    assert upstream.startswith(fake.url.removesuffix("api/") + "oauth/v2/authorize?")
+    callback = browser.get(browser.get(at_slack(upstream)).headers["location"])
+    return client["client_id"], dict(parse_qsl(urlsplit(upstream).query)), callback
+
+
+REDIRECT = "http://127.0.0.1:9/callback"
+VERIFIER = "w" * 64
+CHALLENGE = base64.urlsafe_b64encode(hashlib.sha256(VERIFIER.encode()).digest()).decode().rstrip("=")
+
+
+def oauth_serving(fake: FakeSlack, tmp_path: Path) -> Any:
+    fake.oauth_apps[APP] = "slack-client-secret-" + "c" * 20
+    env = {"MCP_SLACK_OAUTH_CLIENT_SECRET": fake.oauth_apps[APP]}
+    return serving(fake, tmp_path, "--upstream-identity", "oauth", "--oauth-client-id", APP, env=env)
+
+
 def test_oauth_sign_in_posts_as_the_signed_in_user(fake: FakeSlack, tmp_path: Path) -> None:
-    """Slack's OAuth v2 through the proxy: user scopes only, the user's token lifted from `authed_user`."""
-    fake.oauth_apps["1234.5678"] = "slack-client-secret-" + "c" * 20
+    """Slack's OAuth v2 through the proxy: user scopes only, PKCE between the proxy and Slack (the fake checks the
+    verifier as Slack does), the user's token lifted from `authed_user`."""
     fake.signing_in = "U0BOB0000"
-    env = {"MCP_SLACK_OAUTH_CLIENT_SECRET": fake.oauth_apps["1234.5678"]}
-    args = ("--upstream-identity", "oauth", "--oauth-client-id", "1234.5678")
-    with serving(fake, tmp_path, *args, env=env) as url, httpx2.Client(timeout=30) as browser:
-        base = url.removesuffix("/mcp")
-        metadata = browser.get(f"{base}/.well-known/oauth-authorization-server").json()
-        redirect = "http://127.0.0.1:9/callback"
-        client = browser.post(
-            metadata["registration_endpoint"], json={"redirect_uris": [redirect], "token_endpoint_auth_method": "none"}
-        ).json()
-        verifier = "w" * 64
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-        authorize = browser.get(
-            metadata["authorization_endpoint"],
-            params={
-                "response_type": "code",
-                "client_id": client["client_id"],
-                "redirect_uri": redirect,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "state": "s1",
-            },
-        )
-        consent = browser.get(authorize.headers["location"])
-        fields = dict(re.findall(r'name="(txn_id|csrf_token)" value="([^"]+)"', consent.text))
-        upstream = browser.post(f"{base}/consent", data={**fields, "action": "approve"}).headers["location"]
-        asked = dict(parse_qsl(urlsplit(upstream).query))
-        assert upstream.startswith(fake.url.removesuffix("api/") + "oauth/v2/authorize?")
+    with oauth_serving(fake, tmp_path) as url, httpx2.Client(timeout=30) as browser:
+        client_id, asked, callback = sign_in(fake, url, browser)
         assert "chat:write" in asked["user_scope"].split(",")
         assert "scope" not in asked
-        callback = browser.get(browser.get(upstream).headers["location"])
+        # The proxy's own challenge, not the host's: the host's verifier never leaves the host and the proxy.
+        assert asked["code_challenge_method"] == "S256"
+        assert asked["code_challenge"] != CHALLENGE
         assert callback.status_code == 302, callback.text[:300]
         code = dict(parse_qsl(urlsplit(callback.headers["location"]).query))["code"]
+        base = url.removesuffix("/mcp")
+        metadata = browser.get(f"{base}/.well-known/oauth-authorization-server").json()
         tokens = browser.post(
             metadata["token_endpoint"],
             data={
                 "grant_type": "authorization_code",
                 "code": code,
-                "redirect_uri": redirect,
-                "client_id": client["client_id"],
-                "code_verifier": verifier,
+                "redirect_uri": REDIRECT,
+                "client_id": client_id,
+                "code_verifier": VERIFIER,
             },
         ).json()
         with HttpWire(url, token=tokens["access_token"]) as wire:
             wire.initialize()
             assert not call(wire, "post_message", channel="#general", text="signed in").get("isError")
+    [exchange] = [r for r in fake.requests if r.method == "oauth.v2.access"]
+    assert exchange.params.get("code_verifier")
+    assert exchange.answered == "ok"
     (user_token,) = [t for t, (who, _) in fake.people.items() if who == "U0BOB0000"]
     posts = [r for r in fake.requests if r.method == "chat.postMessage"]
     assert [(p.params["text"], p.token) for p in posts] == [("signed in", user_token)]
     assert [m.get("user") for m in fake.messages["C0GENERAL"] if m.get("text") == "signed in"] == ["U0BOB0000"]
     assert user_token not in (tmp_path / "server.log").read_text()
+    assert exchange.params["code_verifier"] not in (tmp_path / "server.log").read_text()
+
+
+def test_a_code_whose_pkce_verifier_does_not_match_gets_no_token(fake: FakeSlack, tmp_path: Path) -> None:
+    """PKCE is checked, not merely carried: with the challenge Slack is shown swapped on the way (a code issued
+    for another challenge, as an injected code would be), the proxy's verifier does not match, Slack refuses the
+    code, and nobody is signed in."""
+    fake.signing_in = "U0BOB0000"
+    other = base64.urlsafe_b64encode(hashlib.sha256(b"x" * 64).digest()).decode().rstrip("=")
+
+    def swapped(url: str) -> str:
+        parts = urlsplit(url)
+        query = {**dict(parse_qsl(parts.query)), "code_challenge": other}
+        return parts._replace(query=urlencode(query)).geturl()
+
+    with oauth_serving(fake, tmp_path) as url, httpx2.Client(timeout=30) as browser:
+        _, _, callback = sign_in(fake, url, browser, swapped)
+        assert callback.status_code != 302 or "code=" not in callback.headers.get("location", "")
+    [exchange] = [r for r in fake.requests if r.method == "oauth.v2.access"]
+    assert exchange.params.get("code_verifier")
+    assert exchange.answered == "invalid_code"
+    assert not [t for t, (who, _) in fake.people.items() if who == "U0BOB0000"]  # no token was issued
 
 
 def test_a_jwt_from_the_identity_provider_is_never_sent_to_slack(fake: FakeSlack, tmp_path: Path) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from mcp_server_core import ReferenceServer
+from mcp_server_core.conventions.places import Place
 
 from mcp_server_filesystem import __version__
-from mcp_server_filesystem.resources import FileProvider, announce, watch_roots
+from mcp_server_filesystem.resources import FileProvider, announce, uri_path, watch_roots
 from mcp_server_filesystem.roots import ClientRoots
 from mcp_server_filesystem.sandbox import Sandbox
 from mcp_server_filesystem.settings import FilesystemSettings
-from mcp_server_filesystem.tools import Workspace, files_toolset
+from mcp_server_filesystem.tools import Workspace, files_toolset, folders_of
 
 INSTRUCTIONS = (
     "Files under the allowed roots; show_tree without a path shows them. Paths are absolute or relative to the "
@@ -35,6 +36,14 @@ def build_server(settings: FilesystemSettings) -> ReferenceServer:
     workspace.on_change = lambda path, listing: announce(server.changes, [path], listing=listing)
 
     server.add_provider(FileProvider(base, workspace.sandbox, listed=settings.listed_resources))
+    folder_read = folders_of(workspace, "path")
+
+    async def file_read(uri: str) -> list[Place]:
+        """A file read as a resource reads its root, as read_file of the same path does (the helpers' flows.py)."""
+        path = uri_path(uri)
+        return await folder_read({"path": path}) if path is not None else []
+
+    server.flows.resources_read("file:", file_read)
     if settings.watch and base.roots:
         server.run_in_background(watch_roots(server.changes, base.roots))
     return server

@@ -127,6 +127,9 @@ def _channel_text(directory: Directory, channel: Channel) -> str:
 
 
 def _add_directory_resources(server: ReferenceServer, directory: Directory) -> None:
+    # No `server.flows.resources_read` for these, nor for the channel resources: they hold names, topics and
+    # purposes, what list_channels shows, which the confirmation of cross writes does not count as reading a
+    # channel (docs/identity.md). A resource that showed messages would declare its channel.
     def channels_text() -> str:
         channels, complete = directory.all_channels()
         lines = [

@@ -13,7 +13,8 @@ about).
   only a token this verifier accepted: a JWT from an identity provider or a static bearer token is never an
   upstream credential, so it is never sent upstream (no token passthrough).
 - `upstream_allows_writes` is the fastmcp auth check the toolsets put on every tool that writes: a caller whose
-  upstream token cannot write does not see those tools in tools/list, and cannot call them.
+  upstream token cannot write does not see those tools in tools/list, and cannot call them. `caller_may_write`
+  is the same judgement for the request being served, for what lists tools in words (`list_toolsets`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ __all__ = [
     "UpstreamTokenVerifier",
     "UpstreamUnavailable",
     "caller_can_write",
+    "caller_may_write",
     "caller_upstream_token",
     "upstream_allows_writes",
 ]
@@ -232,5 +234,17 @@ def caller_can_write(upstream: str) -> bool | None:
 
 def upstream_allows_writes(context: AuthContext) -> bool:
     """fastmcp auth check for tools that write: hidden from a caller whose upstream token cannot write."""
-    token = context.token
+    return _may_write(context.token)
+
+
+def caller_may_write() -> bool:
+    """`upstream_allows_writes` for the request being served: what a listing of tools in words (`list_toolsets`,
+    `enable_toolset`) asks, so it names no tool the caller can neither see nor call."""
+    from fastmcp.server.dependencies import get_access_token
+
+    return _may_write(get_access_token())
+
+
+def _may_write(token: AccessToken | None) -> bool:
+    # Any other bearer (none on stdio, a static token, a JWT) is judged by the server's own guards, not here.
     return not isinstance(token, UpstreamAccessToken) or token.can_write

@@ -1,9 +1,11 @@
 """Where a tool's content comes from and where its writes land: the vocabulary of cross-write confirmation.
 
 A tool declares, beside its annotations, the place a call reads (`reads=`) and the place it writes (`writes=`),
-each a function of the call's arguments: `tool(..., writes=places_of("repository", "repo"))`. The protocol room
-(protocol/flows.py) remembers what a session read and asks the user before a write lands anywhere else. Only the
-vocabulary lives here, so a tool's declaration needs neither fastmcp nor the protocol.
+each a function of the call's arguments: `tool(..., writes=places_of("repository", "repo"))`. A server's
+resources declare the place a read of them reads the same way, as a function of the URI (`ResourcePlaceOf`,
+given to `server.flows.resources_read(...)`): reading a file as a resource is reading its folder, as read_file
+is. The protocol room (protocol/flows.py) remembers what a session read and asks the user before a write lands
+anywhere else. Only the vocabulary lives here, so a tool's declaration needs neither fastmcp nor the protocol.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from mcp_server_core.conventions.untrusted import one_line
 
-__all__ = ["Place", "PlaceOf", "Places", "place_of"]
+__all__ = ["Place", "PlaceOf", "Places", "ResourcePlaceOf", "place_of"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ Places = Place | Sequence[Place] | None
 PlaceOf = Callable[[Mapping[str, Any]], Places | Awaitable[Places]]
 """A declaration: the call's arguments (as the client sent them) to its place(s); None when the arguments name none
 (the tool then refuses the call itself: an argument that names no place fails its own checks)."""
+ResourcePlaceOf = Callable[[str], Places | Awaitable[Places]]
+"""A resource's declaration: the URI read to its place(s); None when the URI names none (a directory of names, or a
+URI the read itself will refuse)."""
 
 
 def place_of(kind: str, argument: str) -> PlaceOf:

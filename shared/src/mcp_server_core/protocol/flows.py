@@ -4,8 +4,9 @@ The attack this stops (the "toxic flow"): a public issue tells the agent to copy
 into a public issue; the agent reads the issue, reads the README, and writes it out. Every step is a tool call the
 token may make, so no allow-list of tools stops it; what gives it away is the flow, content read from one place
 written to another. So each tool declares the place a call reads and the place it writes (conventions/places.py),
-a session remembers the places it read, and a write whose target is none of them is put to the user through an
-MCP elicitation naming what was read and where the write goes:
+each resource the place a read of it reads (`CrossWrites.resources_read`: a file read as a resource counts as
+read_file does), a session remembers the places it read, and a write whose target is none of them is put to the
+user through an MCP elicitation naming what was read and where the write goes:
 
 - accept: the write goes on, and this target is confirmed for those sources for the rest of the session;
 - decline or cancel (or no answer within `CONFIRM_TIMEOUT_S`): refused, nothing written;
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_server_core.auth.identity import caller
 from mcp_server_core.conventions.errors import Refused, ToolFailure, Unavailable
-from mcp_server_core.conventions.places import Place, PlaceOf, Places
+from mcp_server_core.conventions.places import Place, PlaceOf, Places, ResourcePlaceOf
 from mcp_server_core.conventions.tools import ToolDefinition
 from mcp_server_core.operations.audit import audit_confirmation
 from mcp_server_core.operations.metrics import record_cross_write_confirmation
@@ -320,6 +321,33 @@ class CrossWrites:
         """`--allow-writes-to`: targets (a repository, a channel, a folder) no write to asks about."""
         self.sessions = True
         """False where the transport keeps no session (stateless HTTP): the principal keys the history."""
+        self._resources: list[tuple[str, ResourcePlaceOf]] = []
+
+    def resources_read(self, prefix: str, reads: ResourcePlaceOf) -> None:
+        """Declare where a read of the resources whose URI starts with `prefix` reads (`reads(uri)`, like a tool's
+        `reads=`): `ReferenceServer` records it after each resources/read that succeeded, so content a client read
+        as a resource counts as the same content read by a tool. The longest matching prefix decides."""
+        self._resources.append((prefix, reads))
+        self._resources.sort(key=lambda entry: len(entry[0]), reverse=True)
+
+    async def resource_places(self, uri: str) -> list[Place]:
+        """The places a read of `uri` reads, as its server declared them (none for an undeclared URI)."""
+        # Case aside: a URI's scheme is case-insensitive (RFC 3986), and `FILE:///x` must not read unrecorded.
+        declared = next(
+            (reads for prefix, reads in self._resources if uri.casefold().startswith(prefix.casefold())), None
+        )
+        if declared is None:
+            return []
+        try:
+            given = declared(uri)
+            return _as_list(await given if inspect.isawaitable(given) else given)
+        except ToolFailure:
+            pass  # the read will most likely fail the same way, and a failed read is recorded as nothing
+        except Exception:
+            logger.exception("the place of the resource %r could not be determined", uri)
+        # Should the read succeed all the same, what it read is unknown: a place no target is, so writes ask.
+        digest = hashlib.sha256(uri.encode(errors="surrogateescape")).hexdigest()[:16]  # a URI of any length
+        return [Place("place", f"resource {digest}", "a resource whose source is unknown")]
 
     def allow(self, *, everywhere: bool = False, targets: Sequence[str] = ()) -> None:
         self.allow_everywhere = everywhere
@@ -487,6 +515,10 @@ async def _places(
         logger.exception("the places of %s could not be determined", definition.name)
         unknown = "read" if reading else "written"
         return [Place("place", f"{unknown} by {definition.name}", f"what {definition.name} {unknown}")]
+    return _as_list(found)
+
+
+def _as_list(found: Places) -> list[Place]:
     if found is None:
         return []
     if isinstance(found, Place):

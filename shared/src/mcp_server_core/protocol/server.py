@@ -435,15 +435,22 @@ class ReferenceServer(FastMCP[Any]):
         run_middleware: bool = True,
     ) -> ResourceResult:
         """A URI that matches a template but names nothing is -32602 with the URI, like one that matches nothing
-        (one code for one condition, SEP-2164); fastmcp would answer -32603, an internal error."""
+        (one code for one condition, SEP-2164); fastmcp would answer -32603, an internal error.
+
+        A read that succeeded joins its session's history as a tool's reads do (flows.py), at the place its
+        server declared for the URI (`flows.resources_read`)."""
         try:
             if not run_middleware:
                 return await super().read_resource(uri, version=version, run_middleware=False)
             async with self._client_slot(ResourceError):
-                return await self._within_deadline(
+                reads = await self.flows.resource_places(uri)
+                result = await self._within_deadline(
                     super().read_resource(uri, version=version, run_middleware=True),
                     self._too_slow(f"reading {uri!r}", ResourceError),
                 )
+                if reads:
+                    await self.flows.record(reads, self._flow_context())
+                return result
         except ResourceError as exc:
             # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
             failure = exc.__cause__

@@ -131,8 +131,13 @@ class Toolsets:
         return list(self._baseline)
 
     def tool_names(self, name: str) -> list[str]:
-        """The tools `name` holds on this server (its writes left out when read-only)."""
-        return [d.name for d in self._get(name).tools if self._offered(d)]
+        """The tools `name` holds for the caller being served: its writes left out when the server is read-only,
+        or when the caller's own upstream token cannot write (they neither see nor can call those: `_register`
+        puts the same check on them), so a listing names only tools the caller could use."""
+        from mcp_server_core.auth.upstream import caller_may_write  # imports fastmcp: serving only
+
+        writes = caller_may_write()
+        return [d.name for d in self._get(name).tools if self._offered(d) and (writes or d.read_only)]
 
     def without_sessions(self) -> None:
         """Leave out the tools that need a session, registered or not (a stateless server has none)."""
@@ -284,7 +289,7 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
         enabled = set(await target.toolsets.enabled_for(ctx) if ctx else target.toolsets.enabled)
         return "\n".join(
             f"{t.name} ({'on' if t.name in enabled else 'off'}): {t.description}. Tools: "
-            + ", ".join(target.toolsets.tool_names(t.name))
+            + _names(target.toolsets.tool_names(t.name))
             for t in target.toolsets.available
         )
 
@@ -305,6 +310,11 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
                 "client): the tools are the ones the server started with.",
                 hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
             ) from None
-        names = ", ".join(target.toolsets.tool_names(name))
+        names = _names(target.toolsets.tool_names(name))
         # For this session only (a 2026-07-28 client: for its credential), so other users keep the tools they had.
         return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
+
+
+def _names(tools: list[str]) -> str:
+    # Every tool of a toolset may write, and this caller's token may not: say so rather than list nothing.
+    return ", ".join(tools) or "none this caller can use"
