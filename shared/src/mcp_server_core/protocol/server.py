@@ -216,7 +216,7 @@ class ReferenceServer(FastMCP[Any]):
         self.toolsets.without_sessions(per_principal=per_principal)
         if per_principal:
             # After the audit and the change hub, before any handler reads visibility rules.
-            self._mcp_server.middleware.insert(2, _principal_keys_state)
+            sdk.middleware.insert(sdk.middleware.index(self.changes.track) + 1, _principal_keys_state)
         elif self.toolsets.dynamic:
             logger.warning(
                 "--toolsets dynamic without sessions: callers carry no credential (or several workers share no "
