@@ -14,6 +14,7 @@ import contextlib
 import re
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,13 +130,17 @@ def test_a_stateless_choice_made_on_one_host_holds_on_another_sharing_the_state_
     with contextlib.ExitStack() as stack:
         stack.enter_context(redis_server(redis_port))
         state = ("--state-url", f"redis://127.0.0.1:{redis_port}/0")
-        hosts = []
-        for host in range(2):
-            folder = tmp_path / f"host-{host}"
+        folders = [tmp_path / f"host-{host}" for host in range(2)]
+        for folder in folders:
             folder.mkdir()
-            url, _process = stack.enter_context(spawn_http_server(_dynamic_db(folder, *state)))
-            hosts.append(url)
-        first, second = hosts
+        starting = [spawn_http_server(_dynamic_db(folder, *state)) for folder in folders]
+        # Both hosts start at once: each takes seconds to import and listen on a busy machine.
+        with ThreadPoolExecutor(len(starting)) as pool:
+            futures = [pool.submit(server.__enter__) for server in starting]
+        for server, future in zip(starting, futures, strict=True):
+            if future.exception() is None:
+                stack.push(server.__exit__)  # every host that started is stopped, even if the other did not
+        first, second = (future.result()[0] for future in futures)
         resident = _tools(second, mine)
         name, tools = _query_toolset(first, mine)
         enabled = _call(first, mine, "enable_toolset", {"name": name}, handshake=False)
