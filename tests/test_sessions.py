@@ -3,7 +3,8 @@
 Over real HTTP against spawned servers: toolsets one session switches on are that session's alone; with
 `--stateless` (one process or several workers behind nginx) initialize and server/discover advertise no
 notification a stateless POST could never carry, subscribing is refused as a method this server does not
-serve, and the discovery tools are absent, so every request sees one tool list whichever worker answers it.
+serve, and (its callers carrying no credential) the discovery tools are absent, so every request sees one tool list
+whichever worker answers it. A stateless server whose callers have credentials: tests/test_stateless_toolsets.py.
 """
 
 from __future__ import annotations

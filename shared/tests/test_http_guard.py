@@ -161,6 +161,24 @@ def test_several_workers_need_stateless_http() -> None:
     assert ServerSettings(transport="http", workers=2, stateless=True).workers == 2
 
 
+def test_dynamic_toolsets_on_several_workers_need_a_state_store() -> None:
+    http = {"transport": "http", "stateless": True, "toolsets": "query,dynamic"}
+    with pytest.raises(ValidationError, match="--state-url"):
+        ServerSettings(**http, workers=2)
+    assert ServerSettings(**http, workers=2, state_url="redis://127.0.0.1:6379/0").workers == 2
+    assert ServerSettings(**http).workers == 1  # one worker keeps the choices in its memory
+
+
+def test_stateless_choices_are_kept_only_for_callers_with_a_credential_in_one_store(tmp_path: Any) -> None:
+    tokens = tmp_path / "tokens"
+    http = {"transport": "http", "stateless": True}
+    assert not ServerSettings(**http).keeps_choices_without_sessions()  # every caller is the one anonymous
+    assert ServerSettings(**http, auth_token_file=tokens).keeps_choices_without_sessions()
+    assert not ServerSettings(**http, auth_token_file=tokens, workers=2).keeps_choices_without_sessions()
+    shared = ServerSettings(**http, auth_token_file=tokens, workers=2, state_url="redis://127.0.0.1:6379/0")
+    assert shared.keeps_choices_without_sessions()
+
+
 def test_one_jwt_key_source_at_a_time(tmp_path: Any) -> None:
     with pytest.raises(ValidationError, match="either"):
         ServerSettings(jwt_public_key_file=tmp_path / "a.pem", jwks_file=tmp_path / "b.json")

@@ -91,3 +91,21 @@ def test_changes_before_serving_are_harmless() -> None:
     server = build()
     server.changes.tools_changed()  # no loop, no client: nothing to tell, nothing to fail
     assert server.changes.sent == 0
+
+
+async def test_a_stateless_caller_without_a_credential_cannot_switch_a_toolset_on() -> None:
+    """Without sessions a choice is kept under the caller's principal: an anonymous caller's would be forgotten
+    with its answer, or be every anonymous caller's. It is refused, saying how to get an identity, and the tool
+    list stays as it was."""
+    server = build(enabled_toolsets="dynamic")
+    server.without_sessions(per_principal=True)
+    async with Client(server, mode="legacy") as client:
+        before = {t.name for t in await client.list_tools()}
+        answer = await client.call_tool("enable_toolset", {"name": "writing"}, raise_on_error=False)
+        after = {t.name for t in await client.list_tools()}
+    assert {"list_toolsets", "enable_toolset"} <= before
+    assert answer.is_error
+    text = answer.content[0].text  # type: ignore[union-attr]
+    assert "carries no credential" in text, text
+    assert "--auth-token-file" in text, text
+    assert after == before

@@ -32,8 +32,9 @@ def build_server(settings: GitHubSettings) -> ReferenceServer:
     ref = ServerRef(read_only=settings.read_only)
     toolsets = github_toolsets(api, ref)
     allowed = f" Only these repositories are reachable: {', '.join(api.allow.entries)}." if api.allow else ""
-    # Without sessions the discovery tools are left out (the helpers' `without_sessions`): say what holds.
-    sessionless = settings.transport == "http" and settings.stateless
+    # Without sessions the discovery tools stay only where each caller's choice can be kept under its credential
+    # (the helpers' `without_sessions`): where they are left out, say what holds.
+    sessionless = settings.transport == "http" and settings.stateless and not settings.keeps_choices_without_sessions()
     server = ReferenceServer(
         "github",
         version=__version__,

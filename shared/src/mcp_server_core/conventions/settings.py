@@ -171,6 +171,18 @@ class ServerSettings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _dynamic_workers_need_one_store(self) -> Self:
+        # `dynamic` spelled out, not imported: the toolsets module belongs to a layer above this one.
+        dynamic = "dynamic" in (word.strip() for word in (self.toolsets or "").split(","))
+        if dynamic and self.workers > 1 and self.state_url is None:
+            raise ValueError(
+                "--toolsets dynamic with several workers needs --state-url redis://...: a caller's toolset choice "
+                "would live in the worker that answered, and the next request may reach another that never heard "
+                "of it (or run one worker, or name the toolsets at start)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_jwt_key_source(self) -> Self:
         if self.jwt_public_key_file is not None and self.jwks_file is not None:
             raise ValueError("give either a JWT public key file or a JWKS file, not both")
@@ -180,6 +192,18 @@ class ServerSettings(BaseSettings):
         """Whether callers are authenticated by the upstream (their bearer is their upstream token, or an OAuth
         sign-in): the server then has its own auth provider, and bearer tokens and JWTs are not used."""
         return False
+
+    def identifies_callers(self) -> bool:
+        """Whether every HTTP caller carries a credential the server checks (a bearer token, a JWT, an upstream
+        identity): then each request has a principal to keep per-caller state under."""
+        keys = (self.auth_token, self.auth_token_file, self.jwt_public_key_file, self.jwks_file)
+        return self.verifies_callers_upstream() or any(key is not None for key in keys)
+
+    def keeps_choices_without_sessions(self) -> bool:
+        """Whether stateless HTTP can keep a caller's toolset choice from one request to the next: under its
+        principal (so callers need a credential), where every process serving it reads (one worker, or the state
+        store). Where it cannot, the discovery tools are left out and the toolsets are those named at start."""
+        return self.identifies_callers() and (self.workers == 1 or self.state_url is not None)
 
     def bearer_tokens(self) -> list[str]:
         """Every token that may authenticate an HTTP client; ValueError for one too short to be a secret.

@@ -66,7 +66,7 @@ from mcp_server_core.operations.tracing import annotate_call
 from mcp_server_core.protocol.cancellation import finish_cancelling, unwatch_call, watch_call
 from mcp_server_core.protocol.client_log import DEFAULT_CLIENT_LEVEL, forward_to_clients
 from mcp_server_core.protocol.flows import AskFirst, CrossWrites
-from mcp_server_core.protocol.notifications import ChangeHub
+from mcp_server_core.protocol.notifications import ChangeHub, listening_scope
 from mcp_server_core.protocol.progress import start_reporting, stop_reporting
 from mcp_server_core.protocol.toolsets import Toolset, Toolsets, add_discovery, is_dynamic, parse_toolsets
 
@@ -84,6 +84,9 @@ LEASE_GRACE_S = 10.0
 """A call lease outlives the call timeout by this much: the answer still has to be written."""
 LEASE_WITHOUT_TIMEOUT_S = 3600.0
 """A call lease's life when calls have no timeout (--call-timeout-s unset)."""
+
+DISCOVERY_HINT = " More tools: list_toolsets, then enable_toolset."
+"""What the instructions of a `--toolsets dynamic` server add, and drop where the discovery tools are left out."""
 
 CANCEL_GRACE_S = 1.0
 """How long a stopping server waits for the cancels of its abandoned calls to be delivered."""
@@ -144,7 +147,7 @@ class ReferenceServer(FastMCP[Any]):
             discovery = Toolset("discovery", "Find the other toolsets and switch them on")
             add_discovery(discovery, lambda: self)
             toolsets = [*toolsets, discovery]
-            self.instructions = f"{self.instructions or ''} More tools: list_toolsets, then enable_toolset.".strip()
+            self.instructions = f"{self.instructions or ''}{DISCOVERY_HINT}".strip()
         self.toolsets = Toolsets(self, self.changes, toolsets, read_only=read_only, dynamic=dynamic)
         for toolset_name in parse_toolsets(enabled_toolsets, toolsets):
             self.toolsets.enable(toolset_name, announce=False)
@@ -191,14 +194,18 @@ class ReferenceServer(FastMCP[Any]):
 
     # --- what a transport without sessions can promise ---------------------------------------------------------
 
-    def without_sessions(self) -> None:
+    def without_sessions(self, *, per_principal: bool = False) -> None:
         """Serve as stateless HTTP does: no request outlives its own response.
 
         Nothing can reach a client between its requests (the GET stream answers 405 and a 2026-07-28 listen
         stream needs the same long-lived response), so initialize and server/discover advertise no
         `listChanged` and no `resources.subscribe`, and those requests get -32601 instead of a success that
-        leaves the client waiting. Tools that change what one session sees are left out: with several
-        workers, a choice one worker remembered would be missing on the next.
+        leaves the client waiting.
+
+        Toolset choices (`enable_toolset`): with `per_principal` (every caller has a credential, and every process
+        serving it reads one store: `ServerSettings.keeps_choices_without_sessions`) a choice belongs to the
+        caller's principal in both eras, and every later request of that credential sees it. Without, the tools
+        that make such choices are left out: a choice one worker remembered would be missing on the next.
         """
         sdk = self._mcp_server
         for method in ("resources/subscribe", "resources/unsubscribe", "subscriptions/listen"):
@@ -206,7 +213,17 @@ class ReferenceServer(FastMCP[Any]):
         sdk.notification_options.tools_changed = False
         sdk.notification_options.resources_changed = False
         sdk.notification_options.prompts_changed = False
-        self.toolsets.without_sessions()
+        self.toolsets.without_sessions(per_principal=per_principal)
+        if per_principal:
+            # After the audit and the change hub, before any handler reads visibility rules.
+            sdk.middleware.insert(sdk.middleware.index(self.changes.track) + 1, _principal_keys_state)
+        elif self.toolsets.dynamic:
+            logger.warning(
+                "--toolsets dynamic without sessions: callers carry no credential (or several workers share no "
+                "--state-url), so a toolset choice could not outlive its request; the default toolsets are served "
+                "and the discovery tools left out. Set --auth-token-file (a token per client) to offer them."
+            )
+            self.instructions = (self.instructions or "").replace(DISCOVERY_HINT, "").strip() or None
         self.flows.sessions = False  # a principal's requests share one history (flows.py)
 
     def seal_request_state_with(self, key: bytes) -> None:
@@ -641,6 +658,25 @@ async def _logged(job: Callable[[], Awaitable[None]]) -> None:
 
 _ANSWERED_BEFORE_THE_HANDSHAKE = frozenset({"initialize", "ping"})
 """Methods the SDK serves before initialize: their -32602 is always bad params, never a missing handshake."""
+
+
+async def _principal_keys_state(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """SDK server middleware of a stateless server: a handshake-era request's fastmcp state (its visibility rules,
+    which hold its toolset choices) is keyed by its principal, as a 2026-07-28 request's already is.
+
+    Stateless, the SDK gives every handshake-era request a connection of its own and fastmcp a fresh random
+    session id, so a choice saved under it was gone with the answer. fastmcp reads the key it caches on the
+    connection (`_fastmcp_state_prefix`); set first, it makes both eras of one credential share one key
+    (`user:<digest of the principal>`, what `listening_scope` names). A request with no principal keeps its random
+    one, and `enable_toolset` refuses it (toolsets.py)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        from fastmcp.server.sessions import current_principal
+
+        if current_principal() is not None:
+            connection = getattr(ctx.session, "_connection", None)
+            if connection is not None:
+                connection.state["_fastmcp_state_prefix"] = listening_scope()
+    return await call_next(ctx)
 
 
 async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

@@ -15,6 +15,12 @@ credential sees it, on every host (`--state-url`), and hears tools/list_changed 
 streams; clients of other credentials see and hear nothing of it. Agents that must not share choices get a
 credential each (a line each in `--auth-token-file`, or a JWT subject each).
 
+Stateless HTTP (`--stateless`) keeps no session in either era, so there too a choice belongs to the principal:
+every later request of that credential, whichever worker or host answers it, sees the toolset's tools, as long
+as every process serving it reads the same store (one worker, or `--state-url`). Where callers carry no
+credential, or several workers keep no common store, nothing could carry a choice to the next request: the
+discovery tools are left out and the toolsets are those named at start.
+
 A toolset's tools are registered with the server once, the first time it is switched on anywhere, tagged
 `toolset:<name>`; fastmcp's visibility transforms then decide who sees them: a server-wide rule for the
 baseline, fastmcp's per-session rules (`Context.enable_components`) for a session's own choices. Tools that
@@ -119,7 +125,10 @@ class Toolsets:
         self._baseline: list[str] = []
         self.read_only = read_only
         self.sessions = True
-        """False once the server serves without sessions: tools that need one are then left out."""
+        """False once the server serves without sessions (stateless HTTP)."""
+        self.choices_kept = True
+        """Whether a choice made in one request reaches the caller's later ones (its session, or its principal on a
+        stateless server); False leaves out the tools that make such choices."""
 
     @property
     def available(self) -> list[Toolset]:
@@ -139,9 +148,13 @@ class Toolsets:
         writes = caller_may_write()
         return [d.name for d in self._get(name).tools if self._offered(d) and (writes or d.read_only)]
 
-    def without_sessions(self) -> None:
-        """Leave out the tools that need a session, registered or not (a stateless server has none)."""
+    def without_sessions(self, *, per_principal: bool = False) -> None:
+        """Serve without sessions (stateless HTTP). With `per_principal` each caller's choices are kept under its
+        principal and the discovery tools stay; without, they are left out, registered or not."""
         self.sessions = False
+        if per_principal:
+            return
+        self.choices_kept = False
         for name, registered in self._registered.items():
             for definition in self._available[name].tools:
                 if definition.needs_session and definition.name in registered:
@@ -195,6 +208,13 @@ class Toolsets:
         `SessionsUnavailable` where nothing identifies the session from one request to the next.
         """
         self._get(name)
+        if not self.sessions and not _has_principal():
+            # Stateless, the choice would be keyed by this request alone (a handshake-era client's per-request id)
+            # and forgotten with its answer, or every anonymous caller's at once: neither is this caller's own.
+            raise SessionsUnavailable(
+                "This server keeps no sessions and this request carries no credential, so a toolset switched on now "
+                "could not be this client's alone."
+            )
         if name in await self.enabled_for(ctx):
             return False
         self._register(name)
@@ -243,7 +263,7 @@ class Toolsets:
         self._registered[name] = names
 
     def _offered(self, definition: ToolDefinition) -> bool:
-        return (definition.read_only or not self.read_only) and (self.sessions or not definition.needs_session)
+        return (definition.read_only or not self.read_only) and (self.choices_kept or not definition.needs_session)
 
     def _get(self, name: str) -> Toolset:
         try:
@@ -252,6 +272,12 @@ class Toolsets:
             raise ValueError(
                 f"unknown toolset {name!r}. {did_you_mean(name, self._available, noun='toolset')}"
             ) from None
+
+
+def _has_principal() -> bool:
+    from fastmcp.server.sessions import current_principal  # imports fastmcp: serving only
+
+    return current_principal() is not None
 
 
 def _checks(auth: AuthCheck | list[AuthCheck] | None) -> list[AuthCheck]:
@@ -279,8 +305,9 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
     from mcp_server_core.conventions.errors import InvalidArgument, Refused
     from mcp_server_core.conventions.tools import call_context
 
-    # The pair changes what one session sees: a transport without sessions (--stateless) leaves it out, so no
-    # worker can half-apply a choice another worker never heard of.
+    # The pair changes what one session (or, stateless, one principal) sees: where nothing would carry the choice
+    # to the caller's next request (`Toolsets.without_sessions`) it is left out, so no worker half-applies a choice
+    # another worker never heard of.
     @toolset.tool(title="List toolsets", read_only=True, open_world=False, needs_session=True)
     async def list_toolsets() -> str:
         """Use to see which groups of tools exist, which are on, and what each holds."""
@@ -304,15 +331,26 @@ def add_discovery(toolset: Toolset, server: Callable[[], _WithToolsets]) -> None
             changed = await target.toolsets.enable_for_session(name, ctx)
         except ValueError as exc:
             raise InvalidArgument(str(exc)) from None
-        except SessionsUnavailable:
+        except SessionsUnavailable as exc:
+            if target.toolsets.sessions:
+                raise Refused(
+                    "This connection has no session to remember a toolset in (an unauthenticated 2026-07-28 HTTP "
+                    "client): the tools are the ones the server started with.",
+                    hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
+                ) from None
             raise Refused(
-                "This connection has no session to remember a toolset in (an unauthenticated 2026-07-28 HTTP "
-                "client): the tools are the ones the server started with.",
-                hint="Ask the operator to start the server with --toolsets including it, or connect with a token.",
+                f"{exc} The tools are the ones the server started with.",
+                hint="Ask the operator to set --auth-token-file (a token per client) so each client has its own "
+                "identity, or to start the server with --toolsets including it.",
             ) from None
         names = _names(target.toolsets.tool_names(name))
-        # For this session only (a 2026-07-28 client: for its credential), so other users keep the tools they had.
-        return f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
+        # For this session only (a 2026-07-28 client, or any on a stateless server: for its credential), so other
+        # users keep the tools they had.
+        answer = f"Toolset {name} {'is now' if changed else 'was already'} on: {names}."
+        if not target.toolsets.sessions:
+            # A stateless server announces nothing between requests (it advertises no listChanged).
+            answer += " They are in tools/list from your next request on."
+        return answer
 
 
 def _names(tools: list[str]) -> str:

@@ -595,7 +595,10 @@ def build_http_app(server: ReferenceServer, settings: ServerSettings) -> ASGIApp
     elif settings.verifies_callers_upstream() and server.auth is None:
         raise ValueError(f"{server.name} was built without the auth provider its upstream identity needs")
     if settings.stateless:
-        server.without_sessions()
+        # Toolset choices are then each principal's: callers need a credential (checked, so `server.auth`), and
+        # every process serving them one store.
+        per_principal = settings.keeps_choices_without_sessions() and server.auth is not None
+        server.without_sessions(per_principal=per_principal)
     shared = _share_state(server, settings)
     add_health_routes(server, server.readiness)
     server.audit.metrics = call_metrics()
