@@ -69,7 +69,7 @@ def _native_stacks(pid: int, timeout: float) -> str:
     if not Path(spy).exists():
         return ""
     try:
-        done = subprocess.run(  # noqa: S603 - our own dev tool on our own child
+        done = subprocess.run(
             [spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True, timeout=timeout * 2
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
