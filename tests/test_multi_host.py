@@ -21,7 +21,6 @@ import json
 import queue
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -31,21 +30,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
 from mcp_server_core.testing import (
+    NGINX,
     REDIS_SERVER,
     HttpWire,
     free_port,
     modern_meta,
+    nginx,
     python_module,
     redis_server,
     spawn_http_server,
 )
-
-from tests.test_gateway import NGINX
-from tests.test_gateway import _stop as stop_nginx
 
 pytestmark = [
     pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)"),
@@ -82,25 +81,6 @@ def _wait_for(condition: Any, failure: str) -> None:
         time.sleep(0.05)
 
 
-NGINX_CONFIG = """
-worker_processes 1;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {folder}/body;
-    proxy_temp_path {folder}/proxy;
-    fastcgi_temp_path {folder}/fastcgi;
-    uwsgi_temp_path {folder}/uwsgi;
-    scgi_temp_path {folder}/scgi;
-    {routing}
-    server {{
-        listen 127.0.0.1:{port};
-        {location}
-    }}
-}}
-"""
 ROUTING = """
     # 2026-07-28 requests carry no session: any host serves them (round robin). Handshake-era requests belong to
     # a session that lives on one host: the client's address picks it (ip_hash), and if it died, the next one.
@@ -135,30 +115,10 @@ LOCATION = """
 
 
 @contextlib.contextmanager
-def nginx(folder: Path, first: int, second: int) -> Iterator[str]:
-    assert NGINX is not None
-    folder.mkdir(exist_ok=True)
-    port = free_port()
-    routing = ROUTING.format(first=f"127.0.0.1:{first}", second=f"127.0.0.1:{second}")
-    config = folder / "nginx.conf"
-    config.write_text(NGINX_CONFIG.format(folder=folder, port=port, routing=routing, location=LOCATION))
-    process = subprocess.Popen(
-        [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def listening() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        _wait_for(listening, "nginx did not listen")
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_nginx(process)
+def gateway(folder: Path, first: str, second: str) -> Iterator[str]:
+    """nginx routing to the two hosts (their addresses, host:port) as docs/deploy.md says; its endpoint URL."""
+    with nginx(LOCATION, http=ROUTING.format(first=first, second=second), folder=folder) as base:
+        yield f"{base}/mcp"
 
 
 @pytest.fixture
@@ -218,12 +178,8 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
                     stack.push(server.__exit__)
         (first, first_process), (second, second_process) = (future.result() for future in started)
         hosts, processes, logs = [first, second], [first_process, second_process], [log for _, log in starting]
-        gateway = stack.enter_context(nginx(tmp_path / "nginx", *(_port(url) for url in hosts)))
-        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, gateway)
-
-
-def _port(url: str) -> int:
-    return int(url.split(":")[2].split("/")[0])
+        gateway_url = stack.enter_context(gateway(tmp_path / "nginx", *(urlsplit(url).netloc for url in hosts)))
+        yield Cluster(tmp_path, redis_port, redis, hosts, processes, logs, gateway_url)
 
 
 # --- the 2026-07-28 era: no session, any host ------------------------------------------------------------------

@@ -4,9 +4,9 @@ Import it from tests only (it needs pytest): `from mcp_server_core.testing impor
 """
 
 from mcp_server_core.testing.confirmations import Asked
-from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
+from mcp_server_core.testing.contract import ERAS, ContractSuite, assert_no_secret, tools_list_bytes
 from mcp_server_core.testing.modules import module_at
-from mcp_server_core.testing.services import REDIS_SERVER, redis_server
+from mcp_server_core.testing.services import NGINX, REDIS_SERVER, nginx, redis_server
 from mcp_server_core.testing.spans import recorded_spans
 from mcp_server_core.testing.wire import (
     HttpWire,
@@ -20,15 +20,18 @@ from mcp_server_core.testing.wire import (
 
 __all__ = [
     "ERAS",
+    "NGINX",
     "REDIS_SERVER",
     "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",
     "WireError",
+    "assert_no_secret",
     "free_port",
     "modern_meta",
     "module_at",
+    "nginx",
     "python_module",
     "recorded_spans",
     "redis_server",
