@@ -278,8 +278,8 @@ def _post_stream(client: httpx2.Client, url: str, body: dict[str, Any], session:
     return client.stream("POST", url, json=body, headers=headers)
 
 
-def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[str, Any]) -> dict[str, str]:
-    response = client.post(
+def _post_initialize(client: httpx2.Client, url: str, capabilities: dict[str, Any]) -> httpx2.Response:
+    return client.post(
         url,
         headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
         json={
@@ -293,6 +293,10 @@ def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[
             },
         },
     )
+
+
+def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[str, Any]) -> dict[str, str]:
+    response = _post_initialize(client, url, capabilities)
     assert response.status_code == 200, response.text
     session = {"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE}
     notified = client.post(
@@ -366,20 +370,7 @@ def test_one_client_s_session_limit_holds_across_hosts(steady_cluster: Cluster) 
     with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
         first = _initialize(client, cluster.hosts[0], token, {})
         _initialize(client, cluster.hosts[0], token, {})
-        refused = client.post(
-            cluster.hosts[1],
-            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-            json={
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": HANDSHAKE,
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-        )
+        refused = _post_initialize(client, cluster.hosts[1], {})
         assert refused.status_code == 429, refused.text
         assert "Too many sessions" in refused.text
         # One ended (DELETE, on its host): the other host opens one again.
