@@ -26,19 +26,26 @@ import functools
 import itertools
 import os
 import platform
-import shutil
-import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+from urllib.parse import urlsplit
 
 import httpx2
-from mcp_server_core.testing import REDIS_SERVER, redis_server
+from mcp_server_core.testing import (
+    NGINX,
+    REDIS_SERVER,
+    free_port,
+    nginx,
+    python_module,
+    redis_server,
+    spawn_http_server,
+)
 
 HERE = Path(__file__).parent
 WORKERS = (1, 2)
@@ -69,13 +76,6 @@ class Cell:
         return self.setup or f"{self.workers} worker{'s' if self.workers > 1 else ''}"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as listing:
         return [int(child) for child in listing.read().split()]
@@ -89,63 +89,35 @@ def _peak_rss_kib(pid: int) -> int:
     return 0
 
 
-def _start_server(
-    workers: int, port: int, extra: list[str] | None = None, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "mcp_server_db", "--transport", "http", "--stateless", "--port", str(port)]
-    argv += ["--workers", str(workers), "--schema-poll-s", "0", "--log-level", "ERROR", *(extra or [])]
+@contextlib.contextmanager
+def _server(
+    workers: int, extra: list[str] | None = None, env: dict[str, str] | None = None, log: IO[bytes] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """mcp-server-db with `workers` workers, once each has built its server; its endpoint URL and the process."""
+    argv = python_module("mcp_server_db", "--stateless", "--workers", str(workers), "--schema-poll-s", "0")
+    argv += ["--log-level", "ERROR", *(extra or [])]
     # Every session here is the same client to the server (no token: all are `local`), where in use each would be
     # its own: its per-client limits are raised to what 64 clients would have (4 running, 32 waiting, each).
     argv += ["--max-calls-per-client", "256", "--max-queued-calls-per-client", "2048"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited: {process.stderr.read().decode() if process.stderr else ''}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
-    # The parent listens before its workers are ready: wait until each has built its server.
-    if workers > 1:
-        while len(_children(process.pid)) < workers and time.monotonic() < deadline:
-            time.sleep(0.05)
-    return process
+    with spawn_http_server(argv, env=env, log=log) as (url, process):
+        # The parent listens before its workers are ready: wait until each has built its server.
+        if workers > 1:
+            _wait_until(lambda: len(_children(process.pid)) >= workers, f"fewer than {workers} workers", 60)
+        yield url, process
 
 
-def _stop_server(process: subprocess.Popen[bytes]) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
 GATEWAY_SETUPS = ((1, False), (1, True), (2, True))
 """Through nginx: one host (what nginx costs), one host with Redis (what Redis costs), two hosts with Redis (what
 a second host gives): (hosts, Redis)."""
-NGINX_CONFIG = """
-worker_processes 1;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {folder}/body;
-    proxy_temp_path {folder}/proxy;
-    fastcgi_temp_path {folder}/fastcgi;
-    uwsgi_temp_path {folder}/uwsgi;
-    scgi_temp_path {folder}/scgi;
+UPSTREAM = """
     upstream mcp_any {{
 {servers}
         keepalive 16;
     }}
-    server {{
-        listen 127.0.0.1:{port};
+"""
+LOCATION = """
         client_max_body_size 8m;
-        location /mcp {{
+        location /mcp {
             proxy_pass http://mcp_any/mcp;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -153,9 +125,7 @@ http {{
             proxy_buffering off;
             proxy_read_timeout 300s;
             proxy_next_upstream error timeout;
-        }}
-    }}
-}}
+        }
 """
 """deploy/nginx.conf's `mcp_any` upstream and `location /mcp`, every request round robin: the hosts run
 `--stateless`, so no request needs the host of an earlier one (the recipe's ip_hash route is for handshake-era
@@ -170,49 +140,17 @@ def _wait_until(condition: Callable[[], bool], failure: str, timeout_s: float = 
         time.sleep(0.05)
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @contextlib.contextmanager
-def _nginx(folder: Path, upstreams: list[int]) -> Iterator[str]:
-    """nginx in front of the hosts, round robin; the URL of its /mcp."""
-    assert NGINX is not None
-    port = _free_port()
-    servers = "\n".join(f"        server 127.0.0.1:{upstream};" for upstream in upstreams)
-    config = folder / "nginx.conf"
-    config.write_text(NGINX_CONFIG.format(folder=folder, port=port, servers=servers))
-    argv = [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
-        return _listening(port)
-
-    try:
-        _wait_until(up, "nginx did not listen")
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        _stop(process)
-        if process.stderr is not None:
-            process.stderr.close()
+def _gateway(folder: Path, hosts: list[str]) -> Iterator[str]:
+    """nginx in front of the hosts (their endpoint URLs), round robin; the URL of its /mcp."""
+    servers = "\n".join(f"        server {urlsplit(host).netloc};" for host in hosts)
+    with nginx(LOCATION, http=UPSTREAM.format(servers=servers), folder=folder) as base:
+        yield f"{base}/mcp"
 
 
-def _answered(port: int) -> int:
+def _answered(url: str) -> int:
     """The tools/call a host answered, from its /metrics (the mcp_requests counter counts tool calls)."""
-    text = httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    text = httpx2.get(url.removesuffix("/mcp") + "/metrics", timeout=10).text
     return round(
         sum(
             float(line.rsplit(" ", 1)[1])
@@ -231,29 +169,23 @@ def gateway_missing() -> str:
 def run_gateway_cell(hosts: int, with_redis: bool, sessions: int) -> Cell:
     """`hosts` servers (1 worker each, each its own port and process, as separate machines would run them), each
     with `--state-url` to one redis-server when `with_redis`, behind nginx round robin; the same load as a cell."""
-    import tempfile
-
     setup = f"nginx, {hosts} host{'s' if hosts > 1 else ''}{', Redis' if with_redis else ''}"
     cell = Cell(1, sessions, setup=setup)
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         extra = []
         if with_redis:
-            redis_port = _free_port()
+            redis_port = free_port()
             stack.enter_context(redis_server(redis_port))  # its own, nothing kept on disk; stopped at the end
             extra = ["--state-url", f"redis://127.0.0.1:{redis_port}/0"]
-        ports = [_free_port() for _ in range(hosts)]
-        processes = []
-        for port in ports:
-            processes.append(_start_server(1, port, extra))
-            stack.callback(_stop_server, processes[-1])
-        url = stack.enter_context(_nginx(Path(folder), ports))
+        started = [stack.enter_context(_server(1, extra)) for _ in range(hosts)]
+        url = stack.enter_context(_gateway(Path(folder), [host for host, _ in started]))
         asyncio.run(_drive(url, cell))
-        for port, process in zip(ports, processes, strict=True):
+        for host, process in started:
             if process.poll() is not None:
                 cell.crashed = f"a host exited {process.returncode}"
                 continue
             cell.rss_kib.append(_peak_rss_kib(process.pid))
-            cell.served.append(_answered(port))
+            cell.served.append(_answered(host))
     return cell
 
 
@@ -267,6 +199,23 @@ def _answer(response: httpx2.Response, request_id: int) -> dict[str, Any]:
         raise ValueError(f"error {message['error']}")
     result: dict[str, Any] = message["result"]
     return result
+
+
+def _run_query(request_id: int, customer: int) -> dict[str, Any]:
+    """A tools/call of `run_query` for one customer: each call its own parameter, so a misrouted answer shows."""
+    arguments = {"sql": QUERY, "params": {"id": customer}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "run_query", "arguments": arguments},
+    }
+
+
+def _check_rows(result: dict[str, Any], customer: int) -> None:
+    rows = result["structuredContent"]["rows"]
+    if result["isError"] or len(rows) != 1 or rows[0][0] != customer:
+        raise ValueError(f"wrong rows for customer {customer}: {rows!r}")
 
 
 async def _session(url: str, number: int, cell: Cell, start: asyncio.Event, stop_at: list[float]) -> None:
@@ -287,22 +236,14 @@ async def _session(url: str, number: int, cell: Cell, start: asyncio.Event, stop
             if step % 4 == 0:
                 body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
             else:
-                arguments = {"sql": QUERY, "params": {"id": customer}}
-                body = {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "method": "tools/call",
-                    "params": {"name": "run_query", "arguments": arguments},
-                }
+                body = _run_query(request_id, customer)
             try:
                 result = _answer(await client.post(url, json=body), request_id)
                 if step % 4 == 0:
                     if "run_query" not in {tool["name"] for tool in result["tools"]}:
                         raise ValueError("tools/list without run_query")
                 else:
-                    rows = result["structuredContent"]["rows"]
-                    if result["isError"] or len(rows) != 1 or rows[0][0] != customer:
-                        raise ValueError(f"wrong rows for customer {customer}: {rows!r}")
+                    _check_rows(result, customer)
             except (httpx2.HTTPError, ValueError, KeyError) as exc:
                 cell.errors.append(f"{type(exc).__name__}: {exc}")
                 continue
@@ -336,21 +277,19 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_cell(workers: int, sessions: int, extra: list[str] | None = None, env: dict[str, str] | None = None) -> Cell:
-    port = _free_port()
-    process = _start_server(workers, port, extra, env)
     cell = Cell(workers, sessions)
-    pids = _children(process.pid) if workers > 1 else [process.pid]
-    try:
-        asyncio.run(_drive(f"http://127.0.0.1:{port}/mcp", cell))
-        if process.poll() is not None:
-            cell.crashed = f"server exited {process.returncode}"
-        elif workers > 1 and sorted(_children(process.pid)) != sorted(pids):
-            cell.crashed = f"workers replaced: {pids} -> {_children(process.pid)}"
-        cell.rss_kib = [_peak_rss_kib(pid) for pid in pids if os.path.exists(f"/proc/{pid}")]
-    finally:
-        _stop_server(process)
-    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if "Fatal Python error" in stderr or "Segmentation fault" in stderr:
+    with tempfile.TemporaryFile() as log:
+        with _server(workers, extra, env, log) as (url, process):
+            pids = _children(process.pid) if workers > 1 else [process.pid]
+            asyncio.run(_drive(url, cell))
+            if process.poll() is not None:
+                cell.crashed = f"server exited {process.returncode}"
+            elif workers > 1 and sorted(_children(process.pid)) != sorted(pids):
+                cell.crashed = f"workers replaced: {pids} -> {_children(process.pid)}"
+            cell.rss_kib = [_peak_rss_kib(pid) for pid in pids if os.path.exists(f"/proc/{pid}")]
+        log.seek(0)
+        said = log.read().decode(errors="replace")
+    if "Fatal Python error" in said or "Segmentation fault" in said:
         cell.crashed = cell.crashed or "a worker crashed"
     return cell
 
@@ -445,7 +384,7 @@ class Sink(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink)
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), Sink)
 server.received = 0
 server.serve_forever()
 """
@@ -476,14 +415,13 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _operations(mode: str, folder: str, sink_port: int) -> tuple[list[str], dict[str, str] | None]:
-    """The server's extra arguments and environment for one arm."""
+def _operations(mode: str, folder: str, sink: str) -> tuple[list[str], dict[str, str] | None]:
+    """The server's extra arguments and environment (beside this process's) for one arm."""
     if mode == "off":
         return [], None
     env = {
-        **os.environ,
         "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": sink,
         "OTEL_SERVICE_NAME": "bench",
     }
     if mode == "sampled":
@@ -500,19 +438,10 @@ async def _sequential(url: str, calls: int, first_id: int) -> list[float]:
         for step in range(calls):
             request_id = first_id + step
             customer = 1 + step % 50
-            arguments = {"sql": QUERY, "params": {"id": customer}}
-            body = {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "method": "tools/call",
-                "params": {"name": "run_query", "arguments": arguments},
-            }
             began = time.perf_counter()
-            result = _answer(await client.post(url, json=body), request_id)
+            result = _answer(await client.post(url, json=_run_query(request_id, customer)), request_id)
             latencies.append(time.perf_counter() - began)
-            rows = result["structuredContent"]["rows"]
-            if result["isError"] or len(rows) != 1 or rows[0][0] != customer:
-                raise ValueError(f"wrong rows for customer {customer}: {rows!r}")
+            _check_rows(result, customer)
     return latencies
 
 
@@ -528,46 +457,38 @@ def operations_overhead() -> Overhead:
     one connection to each in turn (the order rotating), so all arms meet the same machine; the figure is the median
     of the rounds' medians. Throughput: the 16-session cell, the arms taking turns."""
     import statistics
-    import tempfile
     import timeit
 
     from mcp_server_core.operations.metrics import call_metrics
 
     result = Overhead()
-    sink_port = _free_port()
-    sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
-    ports = {mode: _free_port() for mode in MODES}
-    with tempfile.TemporaryDirectory() as folder:
-        servers = {mode: _start_server(1, ports[mode], *_operations(mode, folder, sink_port)) for mode in MODES}
-        try:
-            urls = {mode: f"http://127.0.0.1:{port}/mcp" for mode, port in ports.items()}
-            for mode in MODES:  # warm: the first calls import the SQL guard's parser
-                asyncio.run(_sequential(urls[mode], 50, 1))
-            for round_ in range(LATENCY_ROUNDS):
+    # The sink speaks HTTP on the port it is given, so the kit starts it and waits until it listens.
+    with spawn_http_server([sys.executable, "-c", SINK]) as (sink_url, _sink):
+        sink = sink_url.removesuffix("/mcp")
+        with tempfile.TemporaryDirectory() as folder:
+            with contextlib.ExitStack() as stack:
+                servers = {mode: stack.enter_context(_server(1, *_operations(mode, folder, sink))) for mode in MODES}
+                for mode in MODES:  # warm: the first calls import the SQL guard's parser
+                    asyncio.run(_sequential(servers[mode][0], 50, 1))
+                for round_ in range(LATENCY_ROUNDS):
+                    for mode in _turns(round_):
+                        url, process = servers[mode]
+                        cpu_before = _cpu_s(process.pid)
+                        latencies = asyncio.run(_sequential(url, LATENCY_CALLS, 1))
+                        result.cpu_s[mode] += _cpu_s(process.pid) - cpu_before
+                        result.calls[mode] += LATENCY_CALLS
+                        result.latency_ms[mode].append(1000 * statistics.median(latencies))
+                    medians = ", ".join(f"{mode} {result.latency_ms[mode][-1]:.3f} ms" for mode in MODES)
+                    print(f"latency round {round_ + 1}: {medians}", file=sys.stderr)
+            for round_ in range(THROUGHPUT_ROUNDS):
                 for mode in _turns(round_):
-                    cpu_before = _cpu_s(servers[mode].pid)
-                    latencies = asyncio.run(_sequential(urls[mode], LATENCY_CALLS, 1))
-                    result.cpu_s[mode] += _cpu_s(servers[mode].pid) - cpu_before
-                    result.calls[mode] += LATENCY_CALLS
-                    result.latency_ms[mode].append(1000 * statistics.median(latencies))
-                medians = ", ".join(f"{mode} {result.latency_ms[mode][-1]:.3f} ms" for mode in MODES)
-                print(f"latency round {round_ + 1}: {medians}", file=sys.stderr)
-        finally:
-            for server in servers.values():
-                _stop_server(server)
-        for round_ in range(THROUGHPUT_ROUNDS):
-            for mode in _turns(round_):
-                cell = run_cell(1, 16, *_operations(mode, folder, sink_port))
-                if cell.errors or cell.crashed:
-                    raise SystemExit(f"operations {mode}: {cell.errors[:3]} {cell.crashed}")
-                result.rates[mode].append(len(cell.latencies) / cell.elapsed)
-                print(f"throughput {mode}: {result.rates[mode][-1]:.0f} requests/s", file=sys.stderr)
-        result.audit_lines = len(Path(folder, "audit-on.jsonl").read_text().splitlines())
-    try:
-        result.span_bytes = int(httpx2.get(f"http://127.0.0.1:{sink_port}/", timeout=5).text)
-    finally:
-        sink.terminate()
-        sink.wait()
+                    cell = run_cell(1, 16, *_operations(mode, folder, sink))
+                    if cell.errors or cell.crashed:
+                        raise SystemExit(f"operations {mode}: {cell.errors[:3]} {cell.crashed}")
+                    result.rates[mode].append(len(cell.latencies) / cell.elapsed)
+                    print(f"throughput {mode}: {result.rates[mode][-1]:.0f} requests/s", file=sys.stderr)
+            result.audit_lines = len(Path(folder, "audit-on.jsonl").read_text().splitlines())
+        result.span_bytes = int(httpx2.get(f"{sink}/", timeout=5).text)
     result.load = _load()
     metrics = call_metrics()
     result.metrics_us = 1e6 * (

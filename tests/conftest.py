@@ -6,11 +6,15 @@ and every wire-level test runs against it too.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp_server_core.testing import StdioWire, module_at, python_module, spawn_http_server
 
@@ -89,6 +93,29 @@ def change_trigger(server: str) -> tuple[str, dict[str, object]]:
     if server not in CHANGE_TRIGGERS:
         pytest.skip(f"{server} has no tool call that changes its resource list yet")
     return CHANGE_TRIGGERS[server]
+
+
+@contextlib.contextmanager
+def first_event_on_get_stream(url: str, session_id: str) -> Iterator[list[dict[str, object]]]:
+    """The session's GET stream, open before the body runs; after it, the list holds the first event it carried
+    (empty if none came within 10 s), so a test can see a notification reach the stream."""
+    heard: list[dict[str, object]] = []
+    opened = threading.Event()
+
+    def listen() -> None:
+        headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session_id}
+        with httpx2.Client(timeout=15) as client, client.stream("GET", url, headers=headers) as stream:
+            opened.set()
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    heard.append(json.loads(line[5:]))
+                    return
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    assert opened.wait(10), "the GET stream did not open"
+    yield heard
+    listener.join(10)
 
 
 @pytest.fixture(params=sorted(SERVERS))

@@ -7,27 +7,23 @@ a temporary folder, never as the system service.
 from __future__ import annotations
 
 import contextlib
-import json
-import socket
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import httpx2
 import pytest
-from mcp_server_core.testing import NGINX, HttpWire, free_port, python_module, spawn_http_server
+from mcp_server_core.testing import NGINX, HttpWire, nginx, python_module, spawn_http_server
 
-from tests.conftest import SERVERS, change_trigger
+from tests.conftest import SERVERS, change_trigger, first_event_on_get_stream
 from tests.test_workers import CLIENTS
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx)")
 
 LOCATION = """
     location /mcp {{
-        proxy_pass http://127.0.0.1:{upstream}/mcp;
+        proxy_pass http://{upstream}/mcp;
         proxy_http_version 1.1;
         proxy_set_header Connection "";
         proxy_set_header Host $host;
@@ -35,76 +31,19 @@ LOCATION = """
         proxy_read_timeout 300s;
     }}
 """
-"""The `location /mcp` block of docs/deploy.md, with the upstream port filled in."""
+"""The `location /mcp` block of docs/deploy.md, with the upstream's address filled in."""
+LIMITS = """
+    client_max_body_size 8m;
+    client_body_buffer_size 8m;
+"""
+"""docs/deploy.md's body limit: a larger body stops at the gateway (413) before any server reads it."""
 
 
 @contextlib.contextmanager
 def gateway(folder: Path, upstream_url: str) -> Iterator[str]:
     """nginx in front of the server at `upstream_url`; yields the gateway's endpoint URL."""
-    port = free_port()
-    process = _start(port, folder, _port(upstream_url))
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        _stop(process)
-
-
-def _start(port: int, folder: Path, upstream: int) -> subprocess.Popen[bytes]:
-    assert NGINX is not None
-    folder.mkdir(exist_ok=True)
-    config = folder / "nginx.conf"
-    config.write_text(
-        f"""
-worker_processes 1;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {folder}/body;
-    proxy_temp_path {folder}/proxy;
-    fastcgi_temp_path {folder}/fastcgi;
-    uwsgi_temp_path {folder}/uwsgi;
-    scgi_temp_path {folder}/scgi;
-    client_max_body_size 8m;
-    client_body_buffer_size 8m;
-    server {{
-        listen 127.0.0.1:{port};
-        {LOCATION.format(upstream=upstream)}
-    }}
-}}
-"""
-    )
-    process = subprocess.Popen(
-        [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return process
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError("nginx did not listen")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    if process.stderr is not None:
-        process.stderr.close()
-
-
-def _port(url: str) -> int:
-    return int(url.split(":")[2].split("/")[0])
+    with nginx(LOCATION.format(upstream=urlsplit(upstream_url).netloc), http=LIMITS, folder=folder) as base:
+        yield f"{base}/mcp"
 
 
 def test_stateless_workers_behind_nginx_answer_every_call(tmp_path: Path) -> None:
@@ -134,24 +73,9 @@ def test_a_session_works_through_nginx_streams_included(tmp_path: Path) -> None:
     ):
         wire.initialize()
         assert wire.session_id
-        heard: list[dict[str, object]] = []
-        opened = threading.Event()
-
-        def listen() -> None:
-            headers = {"Accept": "text/event-stream", "Mcp-Session-Id": wire.session_id or ""}
-            with httpx2.stream("GET", url, headers=headers, timeout=15) as stream:
-                opened.set()
-                for line in stream.iter_lines():
-                    if line.startswith("data:"):
-                        heard.append(json.loads(line[5:]))
-                        return
-
-        listener = threading.Thread(target=listen, daemon=True)
-        listener.start()
-        assert opened.wait(10)
-        time.sleep(0.2)
-        assert wire.request("tools/call", {"name": tool, "arguments": arguments})["result"]["isError"] is False
-        listener.join(10)
+        with first_event_on_get_stream(url, wire.session_id) as heard:
+            time.sleep(0.2)
+            assert wire.request("tools/call", {"name": tool, "arguments": arguments})["result"]["isError"] is False
         assert heard, "the GET stream's notification did not come through the gateway"
         assert heard[0]["method"] == "notifications/resources/list_changed"
 

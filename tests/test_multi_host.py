@@ -81,25 +81,6 @@ def _wait_for(condition: Any, failure: str) -> None:
         time.sleep(0.05)
 
 
-NGINX_CONFIG = """
-worker_processes 1;
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {folder}/body;
-    proxy_temp_path {folder}/proxy;
-    fastcgi_temp_path {folder}/fastcgi;
-    uwsgi_temp_path {folder}/uwsgi;
-    scgi_temp_path {folder}/scgi;
-    {routing}
-    server {{
-        listen 127.0.0.1:{port};
-        {location}
-    }}
-}}
-"""
 ROUTING = """
     # 2026-07-28 requests carry no session: any host serves them (round robin). Handshake-era requests belong to
     # a session that lives on one host: the client's address picks it (ip_hash), and if it died, the next one.
@@ -136,13 +117,9 @@ LOCATION = """
 @contextlib.contextmanager
 def nginx_gateway(folder: Path, first: int, second: int) -> Iterator[str]:
     """nginx routing to the hosts on ports `first` and `second` as docs/deploy.md says: its /mcp URL."""
-    folder.mkdir(exist_ok=True)
-    port = free_port()
     routing = ROUTING.format(first=f"127.0.0.1:{first}", second=f"127.0.0.1:{second}")
-    config = folder / "nginx.conf"
-    config.write_text(NGINX_CONFIG.format(folder=folder, port=port, routing=routing, location=LOCATION))
-    with nginx(config, port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with nginx(LOCATION, http=routing, folder=folder) as base:
+        yield f"{base}/mcp"
 
 
 Gateway = Callable[[Path, int, int], contextlib.AbstractContextManager[str]]
@@ -310,8 +287,8 @@ def _post_stream(client: httpx2.Client, url: str, body: dict[str, Any], session:
     return client.stream("POST", url, json=body, headers=headers)
 
 
-def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[str, Any]) -> dict[str, str]:
-    response = client.post(
+def _post_initialize(client: httpx2.Client, url: str, capabilities: dict[str, Any]) -> httpx2.Response:
+    return client.post(
         url,
         headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
         json={
@@ -325,6 +302,10 @@ def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[
             },
         },
     )
+
+
+def _initialize(client: httpx2.Client, url: str, token: str, capabilities: dict[str, Any]) -> dict[str, str]:
+    response = _post_initialize(client, url, capabilities)
     assert response.status_code == 200, response.text
     session = {"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE}
     notified = client.post(
@@ -398,20 +379,7 @@ def test_one_client_s_session_limit_holds_across_hosts(steady_cluster: Cluster) 
     with httpx2.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
         first = _initialize(client, cluster.hosts[0], token, {})
         _initialize(client, cluster.hosts[0], token, {})
-        refused = client.post(
-            cluster.hosts[1],
-            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-            json={
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": HANDSHAKE,
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-        )
+        refused = _post_initialize(client, cluster.hosts[1], {})
         assert refused.status_code == 429, refused.text
         assert "Too many sessions" in refused.text
         # One ended (DELETE, on its host): the other host opens one again.

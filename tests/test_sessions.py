@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from mcp_server_core.testing import HttpWire, python_module, spawn_http_server
+from mcp_server_core.testing import NGINX, HttpWire, python_module, spawn_http_server
 
 from tests.conftest import SERVERS
-from tests.test_gateway import NGINX, gateway
+from tests.test_gateway import gateway
 
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 GITHUB = python_module("mcp_server_github", "--api-url", "http://127.0.0.1:9")

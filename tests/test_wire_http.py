@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx2
 import pytest
 from mcp_server_core.testing import HttpWire, StdioWire, spawn_http_server
 
-from tests.conftest import SERVERS, change_trigger
+from tests.conftest import SERVERS, change_trigger, first_event_on_get_stream
 
 CLIENT = {"name": "wire-test", "version": "1"}
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -98,24 +96,9 @@ def test_a_session_hears_list_changed_on_its_get_stream(http_server: tuple[str, 
     tool, arguments = change_trigger(server_name)
     with HttpWire(http_url) as wire:
         wire.initialize()
-        heard: list[dict[str, object]] = []
-        opened = threading.Event()
-
-        def listen() -> None:
-            headers = {"Accept": "text/event-stream", "Mcp-Session-Id": wire.session_id or ""}
-            with httpx2.Client(timeout=10) as client, client.stream("GET", wire.url, headers=headers) as stream:
-                opened.set()
-                for line in stream.iter_lines():
-                    if line.startswith("data:"):
-                        heard.append(json.loads(line[5:]))
-                        return
-
-        listener = threading.Thread(target=listen, daemon=True)
-        listener.start()
-        assert opened.wait(10)
-        called = wire.request("tools/call", {"name": tool, "arguments": arguments})
-        assert not called["result"]["isError"]
-        listener.join(10)
+        with first_event_on_get_stream(wire.url, wire.session_id or "") as heard:
+            called = wire.request("tools/call", {"name": tool, "arguments": arguments})
+            assert not called["result"]["isError"]
     assert heard
     assert heard[0]["method"] == "notifications/resources/list_changed"
 

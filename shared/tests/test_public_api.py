@@ -56,13 +56,16 @@ PUBLIC = [
 
 TESTING = [
     "ERAS",
+    "NGINX",
     "REDIS_SERVER",
+    "nginx",
     "redis_server",
     "Asked",
     "ContractSuite",
     "HttpWire",
     "StdioWire",
     "WireError",
+    "assert_no_secret",
     "free_port",
     "modern_meta",
     "module_at",

@@ -19,7 +19,7 @@ import httpx2
 import pytest
 from fake_github import TOKEN, FakeGitHub, running
 from mcp_server_core.auth.identity import token_fingerprint
-from mcp_server_core.testing import HttpWire, spawn_http_server
+from mcp_server_core.testing import HttpWire, assert_no_secret, spawn_http_server
 
 ALICE = "ghp_AliceToken0123456789abcdefghijklmnopqrstuv"
 BOB = "ghp_BobToken0123456789abcdefghijklmnopqrstuvwxy"
@@ -195,9 +195,7 @@ def test_tokens_reach_no_log_audit_line_or_error(fake: FakeGitHub, tmp_path: Pat
     seen = json.dumps(answers) + denied.text
     seen += (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
     assert "alice" in seen  # the log and the answers are there, and they name the account
-    for token in (ALICE, rejected):
-        assert token not in seen
-        assert token[:12] not in seen  # nor a start of it (the redactor keeps at most seven characters)
+    assert_no_secret(seen, (ALICE, rejected), prefix=12)
 
 
 def test_enterprise_base_url_and_the_server_own_token_unused(tmp_path: Path) -> None:
@@ -310,8 +308,7 @@ def test_oauth_sign_in_acts_as_the_signed_in_user(fake: FakeGitHub, tmp_path: Pa
     assert [p.body["title"] for p in post] == ["signed in"]
     assert all(mcp_token not in json.dumps(r.headers) for r in fake.requests)
     logged = (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
-    assert github_token not in logged
-    assert mcp_token not in logged
+    assert_no_secret(logged, (github_token, mcp_token))
 
 
 def test_no_token_in_any_span(fake: FakeGitHub) -> None:
@@ -351,8 +348,7 @@ def test_no_token_in_any_span(fake: FakeGitHub) -> None:
     for span in finished:
         said = span.name + json.dumps(dict(span.attributes or {}), default=str)
         said += "".join(e.name + json.dumps(dict(e.attributes or {}), default=str) for e in span.events)
-        assert ALICE not in said
-        assert ALICE[:12] not in said
+        assert_no_secret(said, (ALICE,), prefix=12)
 
 
 def test_github_down_while_verifying_is_a_503_to_retry_not_a_sign_in(fake: FakeGitHub, tmp_path: Path) -> None:

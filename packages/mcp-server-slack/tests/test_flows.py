@@ -3,8 +3,9 @@ flows.py), through the real protocol against the fake Slack; what was posted is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+import pytest
 from fake_slack import FakeSlack, make_server, text_of
 from fastmcp import Client
 from mcp_server_core.testing import Asked
@@ -27,24 +28,21 @@ async def test_reading_one_channel_then_posting_to_another_asks_and_decline_post
     assert fake.calls("chat.postMessage") == 0
 
 
-async def test_posting_where_the_session_read_does_not_ask(fake: FakeSlack) -> None:
-    asked = Asked("decline")
+@pytest.mark.parametrize(
+    ("read", "post", "answer", "questions", "posted"),
+    [("C0RANDOM0", "#random", "decline", 0, "C0RANDOM0"), ("#random", "#general", "accept", 1, "C0GENERAL")],
+    ids=["where-the-session-read-does-not-ask", "accepted-goes-to-the-other-channel"],
+)
+async def test_a_post_asks_only_when_it_leaves_what_the_session_read(
+    fake: FakeSlack, read: str, post: str, answer: Literal["accept", "decline"], questions: int, posted: str
+) -> None:
+    asked = Asked(answer)  # declining where no question is due proves none was put
     async with Client(writer(fake), elicitation_handler=asked) as client:
-        await client.call_tool("read_messages", {"channel": "C0RANDOM0"})
-        result = await client.call_tool_mcp("post_message", {"channel": "#random", "text": "ack"})
+        await client.call_tool("read_messages", {"channel": read})
+        result = await client.call_tool_mcp("post_message", {"channel": post, "text": "summary"})
     assert not result.is_error, text_of(result)
-    assert asked.messages == []
-    assert fake.calls("chat.postMessage") == 1
-
-
-async def test_accepted_post_goes_to_the_other_channel(fake: FakeSlack) -> None:
-    asked = Asked("accept")
-    async with Client(writer(fake), elicitation_handler=asked) as client:
-        await client.call_tool("read_messages", {"channel": "#random"})
-        result = await client.call_tool_mcp("post_message", {"channel": "#general", "text": "summary"})
-    assert not result.is_error, text_of(result)
-    assert len(asked.messages) == 1
-    assert [p.params["channel"] for p in fake.requests_of("chat.postMessage")] == ["C0GENERAL"]
+    assert len(asked.messages) == questions
+    assert [p.params["channel"] for p in fake.requests_of("chat.postMessage")] == [posted]
 
 
 async def test_without_elicitation_the_post_is_refused_with_how_to_allow(fake: FakeSlack) -> None:

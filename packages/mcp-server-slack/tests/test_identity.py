@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx2
 from fake_slack import BOT_TOKEN, USER_TOKEN, FakeSlack
 from mcp_server_core.auth.identity import token_fingerprint
-from mcp_server_core.testing import HttpWire, spawn_http_server
+from mcp_server_core.testing import HttpWire, assert_no_secret, spawn_http_server
 
 ALICE = "xoxp-4242424242-1111111111-AliceOwnUserToken"
 BOB = "xoxp-4242424242-2222222222-BobOwnUserToken"
@@ -141,9 +141,7 @@ def test_tokens_reach_no_log_audit_line_or_error(fake: FakeSlack, tmp_path: Path
     seen = json.dumps(answers) + "".join(d.text for d in denied)
     seen += (tmp_path / "server.log").read_text() + (tmp_path / "audit.log").read_text()
     assert "U0ALICE00" in seen
-    for token in (ALICE, rejected, BOT_TOKEN):
-        assert token not in seen
-        assert token[:16] not in seen
+    assert_no_secret(seen, (ALICE, rejected, BOT_TOKEN), prefix=16)
 
 
 def test_the_bot_token_stays_the_default_and_a_bearer_is_never_sent(fake: FakeSlack, tmp_path: Path) -> None:

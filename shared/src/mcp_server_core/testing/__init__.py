@@ -4,7 +4,7 @@ Import it from tests only (it needs pytest): `from mcp_server_core.testing impor
 """
 
 from mcp_server_core.testing.confirmations import Asked
-from mcp_server_core.testing.contract import ERAS, ContractSuite, tools_list_bytes
+from mcp_server_core.testing.contract import ERAS, ContractSuite, assert_no_secret, tools_list_bytes
 from mcp_server_core.testing.modules import module_at
 from mcp_server_core.testing.services import HAPROXY, NGINX, REDIS_SERVER, haproxy, nginx, redis_server
 from mcp_server_core.testing.spans import recorded_spans
@@ -28,6 +28,7 @@ __all__ = [
     "HttpWire",
     "StdioWire",
     "WireError",
+    "assert_no_secret",
     "free_port",
     "haproxy",
     "modern_meta",

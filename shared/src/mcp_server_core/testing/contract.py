@@ -19,7 +19,7 @@ import importlib.util
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +35,7 @@ from mcp_server_core.protocol.server import ReferenceServer
 from mcp_server_core.testing.hostile import assert_within_budget
 from mcp_server_core.testing.wire import StdioWire
 
-__all__ = ["ContractSuite", "tools_list_bytes"]
+__all__ = ["ContractSuite", "assert_no_secret", "tools_list_bytes"]
 
 ERAS = ("legacy", "2026-07-28")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
@@ -303,9 +303,16 @@ def _text(result: Any) -> str:
     return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
+def assert_no_secret(text: str, secrets: Iterable[str], *, prefix: int | None = None) -> None:
+    """No secret appears in `text` (answers, logs, audit lines, spans), nor with `prefix` its first `prefix` characters:
+    the redactor keeps at most seven, so a longer start is a leak. The message never repeats the secret."""
+    for number, secret in enumerate(secrets, 1):
+        at = text.find(secret[:prefix] if prefix else secret)  # the whole secret starts with its start
+        assert at < 0, f"secret {number} (or its start) leaked after: {text[max(at - 120, 0) : at]!r}"
+
+
 def _assert_clean(text: str, secrets: tuple[str, ...], *, tracebacks_allowed: bool = False) -> None:
-    for secret in secrets:
-        assert secret not in text, "a configured secret leaked"
+    assert_no_secret(text, secrets)
     assert redact(text) == text, f"an unredacted secret shape leaked: {text[:300]!r}"
     if not tracebacks_allowed:
         for marker in _TRACEBACK_MARKERS:

@@ -9,12 +9,13 @@ import contextlib
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from mcp_server_core.testing.wire import PATIENCE_S
+from mcp_server_core.testing.wire import PATIENCE_S, _stop, free_port
 
 __all__ = ["HAPROXY", "NGINX", "REDIS_SERVER", "haproxy", "nginx", "redis_server"]
 
@@ -68,14 +69,52 @@ def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
 
 
 @contextlib.contextmanager
-def nginx(config: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """nginx with `config` (which listens on 127.0.0.1:`port` and keeps its pid, logs and temporary files in
-    `config`'s folder), once the port accepts connections; stopped at the end."""
+def nginx(server: str, *, http: str = "", folder: Path | None = None) -> Iterator[str]:
+    """An nginx of the test's own in the foreground (never the system service), its files in `folder`: `server` inside
+    `server {}` on a free port, `http` (upstreams, maps) before it; yields `http://127.0.0.1:P` once it accepts."""
     if NGINX is None:
         raise RuntimeError("nginx is not installed (apt-get install nginx-light)")
-    argv = [NGINX, "-p", str(config.parent), "-c", str(config), "-g", "daemon off;"]
-    with _gateway("nginx", argv, port, subprocess.DEVNULL) as process:
-        yield process
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        folder.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        config = folder / "nginx.conf"
+        config.write_text(
+            f"""worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {folder}/body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+{http}
+    server {{
+        listen 127.0.0.1:{port};
+{server}
+    }}
+}}
+"""
+        )
+        # Before it reads its config nginx writes to stderr (a bad directive, say): kept in a file, not a pipe
+        # nobody drains.
+        stderr = stack.enter_context((folder / "stderr.log").open("wb"))
+        argv = [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"]
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+        stack.callback(_stop, process)
+        deadline = time.monotonic() + PATIENCE_S
+        while not _accepts(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                said = (folder / "stderr.log").read_text(errors="replace")
+                if (folder / "error.log").exists():
+                    said += (folder / "error.log").read_text(errors="replace")
+                raise RuntimeError(f"nginx did not listen on {port} (exit code {process.poll()}): {said[-2000:]}")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
 
 
 @contextlib.contextmanager
