@@ -56,6 +56,7 @@ PUBLIC = [
 
 TESTING = [
     "ERAS",
+    "HAPROXY",
     "NGINX",
     "REDIS_SERVER",
     "nginx",
@@ -67,6 +68,7 @@ TESTING = [
     "WireError",
     "assert_no_secret",
     "free_port",
+    "haproxy",
     "modern_meta",
     "module_at",
     "python_module",
