@@ -30,7 +30,9 @@ def spans() -> Iterator[list[ReadableSpan]]:
     first, second = _provider(exporter, "one"), _provider(exporter, "two")
     plain = first.get_tracer("plain")
     versioned = first.get_tracer("versioned", "1.2.3", schema_url="https://example.test/schema", attributes={"a": 1})
-    remote = SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1), trace_state=TraceState([("k", "v")]))
+    remote = SpanContext(
+        0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1), trace_state=TraceState([("k", "v")])
+    )
     with plain.start_as_current_span("tools/call run_query", kind=SpanKind.SERVER) as call:
         call.set_attributes(
             {
@@ -83,4 +85,3 @@ def test_each_span_alone_equals_the_exporters(spans: list[ReadableSpan]) -> None
 
 def test_no_spans_no_bytes() -> None:
     assert encode_spans([]) == exporter_encode_spans([]).SerializeToString() == b""
-

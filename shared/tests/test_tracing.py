@@ -124,7 +124,9 @@ def test_otlp_exporter_sends_the_spans_a_collector_decodes(tmp_path: Path) -> No
         with StdioWire(argv, env=env) as wire:
             wire.initialize()
             wire.request("tools/call", {"name": "write_note", "arguments": {"name": "n", "text": ARGUMENT}})
-            assert wire.request("tools/call", {"name": "read_note", "arguments": {"name": ARGUMENT}})["result"]["isError"]
+            assert wire.request("tools/call", {"name": "read_note", "arguments": {"name": ARGUMENT}})["result"][
+                "isError"
+            ]
             assert wire.close() == 0  # the spans leave at shutdown at the latest
     finally:
         collector.shutdown()
@@ -148,4 +150,5 @@ def test_otlp_exporter_sends_the_spans_a_collector_decodes(tmp_path: Path) -> No
     assert calls["write_note"][0]["mcp.result.bytes"].int_value > 0
     failed_attributes, failed = calls["read_note"]
     assert failed_attributes["mcp.outcome"].string_value == "tool_error"
-    assert len(failed.trace_id) == 16 and len(failed.span_id) == 8 and failed.end_time_unix_nano > failed.start_time_unix_nano
+    assert (len(failed.trace_id), len(failed.span_id)) == (16, 8)
+    assert failed.end_time_unix_nano > failed.start_time_unix_nano

@@ -14,7 +14,9 @@ arguments ("note 'x' not found"). The exception's type and the error status stay
 
 What a span costs on the request path is the SDK's (fastmcp's request span, a statement's child span); the
 family's part is kept out of it: spans leave through the SDK's batch processor, on its own thread, and only spans
-that carry exception text are copied there. bench/results-http.md measures the whole with the audit log.
+that carry exception text are copied there. That thread still holds the interpreter lock while it encodes, so the
+OTLP exporter's spans are encoded by operations/otlp.py (the same message, written straight to bytes) rather than
+by the exporter's protobuf objects. bench/results-http.md measures the whole with the audit log.
 """
 
 from __future__ import annotations
@@ -197,7 +199,9 @@ class _WithoutMessages:
             logger.exception("could not encode %d spans; dropped", len(kept))
             return SpanExportResult.FAILURE
         if self._max_bytes > 0 and len(data) > self._max_bytes:
-            logger.warning("a batch of spans encodes to %d bytes, over the exporter's %d: dropped", len(data), self._max_bytes)
+            logger.warning(
+                "a batch of spans encodes to %d bytes, over the exporter's %d: dropped", len(data), self._max_bytes
+            )
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS if self._send(data).success else SpanExportResult.FAILURE
 

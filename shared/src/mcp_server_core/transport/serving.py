@@ -323,9 +323,7 @@ async def _flush_audit_log() -> None:
     await asyncio.to_thread(flush_audit_log)
 
 
-def serve(
-    server: ReferenceServer, settings: ServerSettings, *, configured: Callable[[], None] | None = None
-) -> None:
+def serve(server: ReferenceServer, settings: ServerSettings, *, configured: Callable[[], None] | None = None) -> None:
     """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either).
 
     `configured` runs once the operations are set up (the tracing SDK and its exporter loaded), as serving begins:
