@@ -88,3 +88,67 @@ def test_otel_environment_wires_an_exporter_on_stderr_only(tmp_path: Path) -> No
     assert ARGUMENT not in stderr
     assert '"exception.type"' in stderr  # what failed stays in the trace; its message and traceback do not
     assert "Traceback" not in stderr
+
+
+def test_otlp_exporter_sends_the_spans_a_collector_decodes(tmp_path: Path) -> None:
+    """OTLP/HTTP to a collector (a local receiver decoding each body with the protobuf classes a collector uses):
+    the spans the helpers encode arrive whole, the family's attributes on them, no exception message."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    from mcp_server_core.testing import free_port
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received: list[tuple[str, str, bytes]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            received.append((self.path, self.headers.get("content-type", ""), body))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    collector = ThreadingHTTPServer(("127.0.0.1", free_port()), Collector)
+    Thread(target=collector.serve_forever, daemon=True).start()
+    argv = [sys.executable, "-m", "mcp_server_template", "--notes-dir", str(tmp_path)]
+    env = {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
+        "OTEL_SERVICE_NAME": "notes-under-test",
+    }
+    try:
+        with StdioWire(argv, env=env) as wire:
+            wire.initialize()
+            wire.request("tools/call", {"name": "write_note", "arguments": {"name": "n", "text": ARGUMENT}})
+            assert wire.request("tools/call", {"name": "read_note", "arguments": {"name": ARGUMENT}})["result"][
+                "isError"
+            ]
+            assert wire.close() == 0  # the spans leave at shutdown at the latest
+    finally:
+        collector.shutdown()
+        collector.server_close()
+    assert received
+    spans = []
+    for path, content_type, body in received:
+        assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
+        assert ARGUMENT.encode() not in body
+        for resource_spans in ExportTraceServiceRequest.FromString(body).resource_spans:
+            service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}["service.name"]
+            assert service == "notes-under-test"
+            spans += [span for scope in resource_spans.scope_spans for span in scope.spans]
+    calls = {}
+    for span in spans:
+        attributes = {a.key: a.value for a in span.attributes}
+        if "mcp.outcome" in attributes:
+            calls[attributes["gen_ai.tool.name"].string_value] = (attributes, span)
+    assert calls["write_note"][0]["mcp.outcome"].string_value == "ok"
+    assert calls["write_note"][0]["mcp.toolset"].string_value == "notes"
+    assert calls["write_note"][0]["mcp.result.bytes"].int_value > 0
+    failed_attributes, failed = calls["read_note"]
+    assert failed_attributes["mcp.outcome"].string_value == "tool_error"
+    assert (len(failed.trace_id), len(failed.span_id)) == (16, 8)
+    assert failed.end_time_unix_nano > failed.start_time_unix_nano

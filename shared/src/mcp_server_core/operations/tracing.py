@@ -14,7 +14,9 @@ arguments ("note 'x' not found"). The exception's type and the error status stay
 
 What a span costs on the request path is the SDK's (fastmcp's request span, a statement's child span); the
 family's part is kept out of it: spans leave through the SDK's batch processor, on its own thread, and only spans
-that carry exception text are copied there. bench/results-http.md measures the whole with the audit log.
+that carry exception text are copied there. That thread still holds the interpreter lock while it encodes, so the
+OTLP exporter's spans are encoded by operations/otlp.py (the same message, written straight to bytes) rather than
+by the exporter's protobuf objects. bench/results-http.md measures the whole with the audit log.
 """
 
 from __future__ import annotations
@@ -169,13 +171,39 @@ def _without_messages(span: Any) -> Any:
 
 
 class _WithoutMessages:
-    """The operator's exporter, handed spans without the exception text fastmcp and the SDK record on them."""
+    """The operator's exporter, handed spans without the exception text fastmcp and the SDK record on them.
+
+    The OTLP exporter's spans are encoded here (operations/otlp.py, the same message in a fraction of the time)
+    and handed to its HTTP client, which keeps the exporter's endpoint, headers, compression, timeout and retries.
+    An exporter without that client (the console's, an SDK that moved it) is handed the spans as they are."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        client = getattr(inner, "_client", None)
+        # The SDK's own metrics of its exports, when asked for, are counted in the exporter's `export`.
+        counted = os.environ.get("OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED", "").strip().lower() == "true"
+        self._send: Callable[[bytes], Any] | None = None if counted else getattr(client, "export", None)
+        self._max_bytes = getattr(inner, "_max_request_size", 0)
 
     def export(self, spans: Any) -> Any:
-        return self.inner.export([_without_messages(span) for span in spans])
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        kept = [_without_messages(span) for span in spans]
+        if self._send is None or getattr(self.inner, "_shutdown", False):
+            return self.inner.export(kept)
+        from mcp_server_core.operations.otlp import encode_spans
+
+        try:
+            data = encode_spans(kept)
+        except Exception:  # what the exporter does with a batch it cannot encode: drop it, say so
+            logger.exception("could not encode %d spans; dropped", len(kept))
+            return SpanExportResult.FAILURE
+        if self._max_bytes > 0 and len(data) > self._max_bytes:
+            logger.warning(
+                "a batch of spans encodes to %d bytes, over the exporter's %d: dropped", len(data), self._max_bytes
+            )
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS if self._send(data).success else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         self.inner.shutdown()

@@ -361,8 +361,7 @@ def _run(spec: ServerSpec[Any], argv: list[str], *, collecting: bool) -> None:
                 parser.exit(code)
             return
         server = build(spec, settings)
-        _start_collecting(collecting)
-        serve(server, settings)
+        serve(server, settings, configured=lambda: _start_collecting(collecting))
     except ValueError as exc:
         parser.exit(2, f"{spec.distribution}: error: {exc}\n")
     except KeyboardInterrupt:

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import faulthandler
 import functools
+import gc
 import logging
 import os
 import signal
@@ -322,11 +323,16 @@ async def _flush_audit_log() -> None:
     await asyncio.to_thread(flush_audit_log)
 
 
-def serve(server: ReferenceServer, settings: ServerSettings) -> None:
-    """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either)."""
+def serve(server: ReferenceServer, settings: ServerSettings, *, configured: Callable[[], None] | None = None) -> None:
+    """Serve until the client leaves (stdio) or the process is stopped (HTTP, or SIGTERM on either).
+
+    `configured` runs once the operations are set up (the tracing SDK and its exporter loaded), as serving begins:
+    the command line freezes start-up's heap there (cli.py), the exporter's modules with it."""
     configure_logging(settings.log_level)
     configure_audit_log(settings.audit_log)
     _apply_settings(server, settings)
+    if configured is not None:
+        configured()
     if settings.transport == "http":
         anyio.run(serve_http, server, settings)
     elif anyio.run(functools.partial(serve_stdio, server, drain_timeout=settings.drain_timeout_s)):
@@ -368,6 +374,10 @@ def _run_worker(build: Callable[[], ReferenceServer], settings: ServerSettings, 
             sock = _listen(settings.host, port, reuse_port=True)
         server = build()
         _apply_settings(server, settings)
+        if gc.isenabled():
+            # The parent froze what it loaded before the fork; this is the worker's own start-up (its server, the
+            # tracing SDK), alive as long as it is: out of every later collection too (cli.py's reason).
+            gc.freeze()
         anyio.run(serve_http, server, settings, sock)
     except ValueError as exc:
         print(f"worker {os.getpid()}: error: {exc}", file=sys.stderr)
