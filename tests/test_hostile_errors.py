@@ -1,0 +1,35 @@
+"""Hostile text on the paths that are not an answer: the failures (isError), the protocol errors and the lines
+the server logs and audits. Each is one line the content cannot break, bounded, and cheap to produce, on every
+server, over the real protocol.
+
+The hostile-content kit's checks run on the answers of each server's tools (packages/*/tests/
+test_hostile_content.py); these run on what happens when the call fails or is only recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp_server_core.testing import StdioWire
+
+from tests.conftest import SERVERS
+
+LONG_WORD = "a" * 1_000_000
+"""A word with no `://` after it: the URL-password shape redact() looked for was tried at each of its letters and
+scanned the rest each time, a quarter of an hour for this one."""
+
+
+@pytest.mark.parametrize("server", ["template", "db"])
+def test_a_long_word_the_audit_log_redacts_does_not_stall_the_server(server: str, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    with StdioWire([*SERVERS[server](tmp_path), "--audit-log", str(audit)]) as wire:
+        wire.initialize()
+        # The URI is audited whole (the client chose it), and named in the -32602 the read gets.
+        answer = wire.request("resources/read", {"uri": LONG_WORD}, timeout=30)
+        assert answer["error"]["code"] == -32602
+        # The audit writer redacts the line in a thread; a quadratic redact would hold the interpreter lock for
+        # minutes, and these would wait behind it.
+        for _ in range(3):
+            assert "result" in wire.request("ping", timeout=10)
+        assert wire.close() == 0
+    assert LONG_WORD[:1000] in audit.read_text()
