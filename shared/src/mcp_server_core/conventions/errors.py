@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from mcp_server_core.conventions.untrusted import label_safe
+
 if TYPE_CHECKING:
     from mcp_server_core.conventions.settings import LogLevel
 
@@ -29,6 +31,7 @@ __all__ = [
     "Unavailable",
     "configure_logging",
     "did_you_mean",
+    "failure_text",
     "forget_secret",
     "is_registered_secret",
     "os_failure",
@@ -51,7 +54,7 @@ class ToolFailure(Exception):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.hint = hint
-        super().__init__(redact(f"{message} {hint}" if hint else message))
+        super().__init__(failure_text(f"{message} {hint}" if hint else message))
 
 
 class NotFound(ToolFailure):
@@ -95,6 +98,23 @@ class RateLimited(Unavailable):
         if retry_after is not None and hint is None:
             hint = f"Retry after {retry_after:.0f} s."
         super().__init__(message, hint=hint)
+
+
+MAX_FAILURE_CHARS = 4_000
+"""A failure message's longest form: it says what failed and what to try, never carries a body; an upstream's or a
+database's words inside it (an error that echoes a value, a trigger's message) are cut to fit."""
+
+
+def failure_text(text: str) -> str:
+    """A failure's message as the client gets it, on both tracks: redacted, one line, at most `MAX_FAILURE_CHARS`.
+
+    A message quotes what came from outside (a database's error naming a hostile constraint or raising a
+    trigger's text, an upstream's reason, a name the caller gave): a line break there would start a line that
+    reads as the server's, an escape sequence or bidi control would repaint it. They are escaped as the one-line
+    form escapes them (`\\n`, `\\x1b`, `\\u202e`); the server's own messages are one line already.
+    """
+    text = redact(text[: 4 * MAX_FAILURE_CHARS])  # escaping grows a character to at most ten: cut, then escape
+    return label_safe(text, MAX_FAILURE_CHARS)
 
 
 def did_you_mean(name: str, candidates: Iterable[str], *, noun: str = "name") -> str:

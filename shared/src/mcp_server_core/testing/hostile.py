@@ -28,6 +28,7 @@ __all__ = [
     "HOSTILE_BODIES",
     "HOSTILE_NAMES",
     "assert_every_tool_holds",
+    "assert_failure_holds",
     "assert_fenced",
     "assert_ping_answered_during",
     "assert_structure_one_line",
@@ -151,6 +152,24 @@ def assert_structure_one_line(structured: Any) -> None:
     elif isinstance(structured, str):
         raw = [char for char in structured if _shows_raw(char)]
         assert not raw, f"raw {raw[0]!r} in the structured content's {structured[:200]!r}"
+
+
+MAX_FAILURE_BYTES = 16_384
+"""A failure's whole message at most: its text is one line of at most 4,000 characters (errors.py's
+`MAX_FAILURE_CHARS`), each at most four bytes."""
+
+
+def assert_failure_holds(result: Any, fixtures: Iterable[str] = ()) -> str:
+    """A failed call (`isError`) that quotes hostile text, a database's error, an upstream's reason: its text is
+    one line with no raw control, bidi or invisible character, no fixture's line of its own, and the whole
+    message is bounded. Returns the text."""
+    assert result.is_error, "the call was expected to fail"
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    assert "\n" not in text, f"a failure of more than one line: {text[:300]!r}"
+    assert_fenced(text, fixtures)
+    size = message_bytes(result)
+    assert size <= MAX_FAILURE_BYTES, f"the failure is {size:,} bytes, over {MAX_FAILURE_BYTES:,}"
+    return text
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
