@@ -226,3 +226,24 @@ async def test_a_listing_of_long_names_pages_so_text_and_structure_agree(
             if not cursor:
                 break
     assert len(seen) == len(set(seen)) == 300
+
+
+async def test_an_upstream_warning_reaches_the_logs_as_one_line(hostile: FakeSlack) -> None:
+    """Slack's `warning` beside `ok: true` is logged for the operator, and a log line made during a call goes to
+    that call's client too (notifications/message): the warning's words are one line in both."""
+    hostile.warn("conversations.history", f"missing_charset\n{FORGED}\x1b[2J\u202e")
+    lines: list[str] = []
+
+    async def keep(message: Any) -> None:
+        data = message.data
+        lines.append(data if isinstance(data, str) else str(data.get("msg", data)))
+
+    async with Client(make_server(hostile), mode="legacy", log_handler=keep) as client:
+        await client.set_logging_level("debug")
+        result = await client.call_tool_mcp("read_messages", {"channel": NAMED})
+        assert not result.is_error
+    warned = [line for line in lines if "missing_charset" in line]
+    assert warned, f"the warning was not logged to the client: {lines}"
+    for line in warned:
+        assert_fenced(line, FIXTURES)
+        assert "\n" not in line and "\x1b" not in line, line

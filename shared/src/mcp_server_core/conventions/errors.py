@@ -105,6 +105,10 @@ MAX_FAILURE_CHARS = 4_000
 database's words inside it (an error that echoes a value, a trigger's message) are cut to fit."""
 
 
+MAX_LOG_CHARS = 8_000
+"""A log line's message at most (its traceback aside): a line says what happened, never carries a body."""
+
+
 def failure_text(text: str) -> str:
     """A failure's message as the client gets it, on both tracks: redacted, one line, at most `MAX_FAILURE_CHARS`.
 
@@ -292,9 +296,16 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
+        shown = message
         if is_failed_call(record):
-            side = _SIDE_BY_LEVEL.get(record.levelno, "internal bug")
-            record = logging.makeLogRecord({**record.__dict__, "msg": f"[{side}] {message}", "args": None})
+            shown = f"[{_SIDE_BY_LEVEL.get(record.levelno, 'internal bug')}] {message}"
+        # The message is one line, whatever its arguments hold: an upstream's warning, a name, an error's text
+        # with a line break would start a line that reads as the server's own, in the operator's log and in the
+        # client's (client_log.py); an escape sequence would repaint the operator's terminal. The traceback the
+        # formatter adds below it is the server's own and keeps its lines.
+        shown = label_safe(shown[: 4 * MAX_LOG_CHARS], MAX_LOG_CHARS)
+        if shown != message:
+            record = logging.makeLogRecord({**record.__dict__, "msg": shown, "args": None})
         return redact(super().format(record))
 
 
