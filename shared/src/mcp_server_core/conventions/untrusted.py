@@ -305,6 +305,12 @@ def clean(text: str | Untrusted | None, *, markup: bool = True) -> Cleaned:
     hidden = 0
     if markup:
         visible, hidden = html_to_text(visible)
+        if "&" in raw:
+            # A character reference (`&#x202e;`, `&#xE0049;`, `&#13;`) becomes its character only now, after the
+            # invisible ones were removed: a hidden instruction spelled in tag characters, a bidi override, a
+            # carriage return would reach the model inside the fence. Removed once more, in one more pass.
+            visible, smuggled = strip_invisible(visible)
+            invisible += smuggled
     return Cleaned(visible, invisible, hidden, cut_from)
 
 

@@ -61,6 +61,10 @@ HOSTILE_BODIES: dict[str, str] = {
     "markup": "<a " * 21845,
     "comment": f"<!-- {FORGED} -->visible",
     "long_line": "x" * 1_000_000,
+    # What a reader cannot see, written as HTML character references: they become characters only when the
+    # markup is reduced to text, after the invisible ones were removed (tag characters spell a hidden "IGNORE").
+    "entities": "<b>hi</b>&#x202e;&#xE0049;&#xE0047;&#xE004E;&#xE004F;&#xE0052;&#xE0045;&#13;"
+    f"&#x2028;{FORGED}&#8203;",
 }
 """Bodies (an issue, a message, a file, a cell): fenced, within the budget, cheap to clean."""
 
@@ -123,9 +127,21 @@ def _shows_raw(char: str) -> bool:
     return category[0] == "C" or category in ("Zl", "Zp")
 
 
+def _hidden(char: str) -> bool:
+    """What `clean()` removes from a body, so no text may hold it even inside a fence: bidi and zero-width
+    controls, tag characters, private use, unassigned, line and paragraph separators, control characters (an
+    escape sequence, a carriage return) but the newline and the tab."""
+    if char in "\n\t\ufe0e\ufe0f":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+
+
 def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
     """No fixture speaks in the server's voice: outside fences, no raw control, bidi or invisible character, no
-    line that starts with the attacker's `FORGED` words, and no fixture that holds a line break shown raw."""
+    line that starts with the attacker's `FORGED` words, and no fixture that holds a line break shown raw; inside
+    them too, nothing `clean()` promises to remove (bidi, zero-width, tag characters, controls)."""
+    hidden = [char for char in text if _hidden(char)]
+    assert not hidden, f"a raw {hidden[0]!r} in the text, fenced or not: a body is cleaned of what no reader sees"
     for line in unfenced_parts(text):
         raw = [char for char in line if _shows_raw(char)]
         assert not raw, f"raw {raw[0]!r} outside a fence in {line[:200]!r}"
