@@ -247,3 +247,19 @@ async def test_an_upstream_warning_reaches_the_logs_as_one_line(hostile: FakeSla
     for line in warned:
         assert_fenced(line, FIXTURES)
         assert "\n" not in line and "\x1b" not in line, line
+
+
+async def test_the_directory_resources_are_bounded_however_many_long_names(fake: FakeSlack) -> None:
+    """slack://users and slack://channels list the whole directory (up to --max-cached each, 20,000): with long
+    names that was megabytes in one read. Each is cut to its budget, saying how to read on."""
+    name = "longname " + "\u202e" * 150  # escaped six characters each in the one-line form
+    fake.users += [
+        _user(f"U0MANY{n:04d}", f"many{n}", name, display=name, email=f"m{n}@example.com") for n in range(2_000)
+    ]
+    fake.channels += [_channel(f"C0MANY{n:04d}", f"many-{n}-{'x' * 70}") for n in range(2_000)]
+    async with Client(make_server(fake)) as client:
+        for uri, tool in (("slack://users", "list_users"), ("slack://channels", "list_channels")):
+            [content] = await client.read_resource(uri)
+            text = content.text  # type: ignore[union-attr]
+            assert len(text.encode()) <= 64_000, f"{uri} is {len(text.encode()):,} bytes"
+            assert tool in text.rsplit("\n", 1)[-1], "the cut says how to read on"
