@@ -24,6 +24,7 @@ from mcp_server_core.testing.hostile import (
     FORGED,
     HOSTILE_BODIES,
     HOSTILE_NAMES,
+    assert_failure_holds,
     assert_fenced,
     assert_ping_answered_during,
     assert_structure_one_line,
@@ -170,6 +171,8 @@ async def test_every_tool_over_hostile_content_is_bounded_fenced_and_responsive(
             text = _text(result)
             where = f"{tool} {json.dumps(arguments)[:200]}: {text[:300]!r}"
             assert bool(result.is_error) is not ok, where
+            if not ok:  # a failure quotes the hostile name it could not use: one bounded line
+                assert_failure_holds(result, FIXTURES)
             assert_within_budget(result, budget)
             assert_fenced(text, FIXTURES)
             assert_structure_one_line(result.structured_content)

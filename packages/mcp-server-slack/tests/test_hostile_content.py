@@ -17,6 +17,7 @@ from mcp_server_core.testing.hostile import (
     HOSTILE_BODIES,
     HOSTILE_NAMES,
     assert_every_tool_holds,
+    assert_failures_hold,
     assert_fenced,
     assert_within_budget,
 )
@@ -263,3 +264,13 @@ async def test_the_directory_resources_are_bounded_however_many_long_names(fake:
             text = content.text  # type: ignore[union-attr]
             assert len(text.encode()) <= 64_000, f"{uri} is {len(text.encode()):,} bytes"
             assert tool in text.rsplit("\n", 1)[-1], "the cut says how to read on"
+
+
+async def test_failures_naming_hostile_things_are_one_bounded_line(hostile: FakeSlack) -> None:
+    """A channel, a person, a thread the call names that is not there: the failure quotes the name it could not
+    use, in one bounded line whatever the name holds."""
+    calls = [("read_messages", {"channel": f"{name}-gone"}) for name in HOSTILE_NAMES.values()]
+    calls += [("list_users", {"channel": HOSTILE_NAMES["fence"]})]
+    calls += [("read_messages", {"channel": HOSTILE, "thread_ts": HOSTILE_NAMES["newline"]})]
+    async with Client(make_server(hostile), mode="legacy") as client:
+        await assert_failures_hold(client, calls, FIXTURES)

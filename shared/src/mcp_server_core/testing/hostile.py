@@ -29,6 +29,7 @@ __all__ = [
     "HOSTILE_NAMES",
     "assert_every_tool_holds",
     "assert_failure_holds",
+    "assert_failures_hold",
     "assert_fenced",
     "assert_ping_answered_during",
     "assert_structure_one_line",
@@ -186,6 +187,18 @@ def assert_failure_holds(result: Any, fixtures: Iterable[str] = ()) -> str:
     size = message_bytes(result)
     assert size <= MAX_FAILURE_BYTES, f"the failure is {size:,} bytes, over {MAX_FAILURE_BYTES:,}"
     return text
+
+
+async def assert_failures_hold(
+    client: Any, calls: Iterable[tuple[str, dict[str, Any]]], fixtures: Iterable[str] = ()
+) -> None:
+    """Each (tool, arguments) in `calls` fails, and its failure holds (`assert_failure_holds`): calls that name
+    a hostile thing that is not there, or make an upstream refuse with hostile words, over a handshake-era
+    fastmcp `Client`. The failure path is where a server quotes what it could not use."""
+    shown = list(fixtures)
+    for name, arguments in calls:
+        result = await assert_ping_answered_during(client, client.call_tool_mcp(name, arguments))
+        assert_failure_holds(result, shown)
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:
