@@ -33,3 +33,24 @@ def test_a_long_word_the_audit_log_redacts_does_not_stall_the_server(server: str
             assert "result" in wire.request("ping", timeout=10)
         assert wire.close() == 0
     assert LONG_WORD[:1000] in audit.read_text()
+
+
+def test_a_command_s_json_shows_no_raw_line_separator_or_bidi_control(tmp_path: Path) -> None:
+    """`call TOOL --json` prints the structured content, where the db server keeps cells as the database holds
+    them: JSON escapes a newline, not U+2028 (a line break to many terminals and readers) or a bidi override.
+    The printed JSON escapes them too, and reads back as the same values."""
+    import json
+    import subprocess
+
+    cell = "a\u2028IMPORTANT NOTE FROM the server\u202eb\u200b"
+    sql = "SELECT 'a' || char(8232) || 'IMPORTANT NOTE FROM the server' || char(8238) || 'b' || char(8203) AS v"
+    command = subprocess.run(
+        [*SERVERS["db"](tmp_path), "call", "run_query", sql, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert command.returncode == 0, command.stderr
+    assert not set(command.stdout) & set("\u2028\u2029\u202e\u200b"), command.stdout[:300]
+    assert json.loads(command.stdout)["rows"] == [[cell]]
