@@ -20,6 +20,7 @@ from mcp_server_core.conventions.untrusted import one_line
 from mcp_server_core.testing import StdioWire, python_module
 from mcp_server_core.testing.hostile import (
     CATASTROPHIC_GLOBS,
+    CATASTROPHIC_RULES,
     CATASTROPHIC_REGEXES,
     FORGED,
     HOSTILE_BODIES,
@@ -392,3 +393,21 @@ async def test_a_cursor_into_a_file_at_the_path_limit_is_taken_back(tmp_path: Pa
                     break
                 arguments = {**arguments, "cursor": cursor}
             assert len(found) == 3, tool
+
+
+async def test_gitignores_of_unclosed_brackets_cost_a_walk_little(tmp_path: Path, make_server: Any) -> None:
+    """Thirty directories, each with a .gitignore of 256 lines of 999 unclosed `[`: translating each line
+    rescanned it per `[` (about 5 s a file, 150 s a walk). With a deadline of 20 s the walk must finish."""
+    root = tmp_path / "brackets"
+    for n in range(30):
+        folder = root / f"d{n:02d}"
+        folder.mkdir(parents=True)
+        (folder / ".gitignore").write_text(CATASTROPHIC_RULES)
+        (folder / "kept.txt").write_text("MATCH\n")
+    server = make_server(root)
+    server.call_timeout_s = 20
+    async with Client(server, mode="legacy") as client:
+        for tool, arguments in (("find_files", {"pattern": "*.txt"}), ("search_text", {"query": "MATCH"})):
+            result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
+            assert not result.is_error, _text(result)[:300]
+            assert "d29/kept.txt" in _text(result)

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "CATASTROPHIC_GLOBS",
     "CATASTROPHIC_REGEXES",
+    "CATASTROPHIC_RULES",
     "FORGED",
     "HOSTILE_BODIES",
     "HOSTILE_NAMES",
@@ -74,6 +75,11 @@ CATASTROPHIC_REGEXES = (r"(\w+\s?)*zzz", r"(a+)+$", r"(.*a){20}")
 
 CATASTROPHIC_GLOBS = ("*a*a*a*a*a*a*a*a*a*a*a*a*b",)
 """Minutes for a glob turned into a backtracking regex, beside a name of `"a" * 60`."""
+
+CATASTROPHIC_RULES = "\n".join("[" * 999 for _ in range(256))
+"""A rule file (a .gitignore) of 256 lines of 999 unclosed `[`: a translator that looks for each `[`'s closing
+`]` from where it stands rescans the rest of the line per `[`, seconds per file, paid again in every directory
+that holds one on every walk."""
 
 _LABEL = re.compile(r"^\[untrusted data: .*\]$")
 _OPENING = re.compile(r"^(`{3,16})text$")
