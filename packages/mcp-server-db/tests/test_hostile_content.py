@@ -241,3 +241,30 @@ async def test_a_postgresql_error_quoting_a_hostile_constraint_is_one_bounded_li
         with engine.begin() as connection:
             connection.exec_driver_sql("DROP TABLE IF EXISTS hostile_failure")
         engine.dispose()
+
+
+async def test_resources_list_is_bounded_however_many_tables(tmp_path: Path) -> None:
+    """Each table was listed as a resource, in one page: 3,000 tables of long names made resources/list
+    megabytes (100,000 made it a hundred). The first TABLE_RESOURCES are listed; every table stays readable
+    through the db://tables/{name} template and named in the overview and find_objects."""
+    from mcp_server_db.resources import TABLE_RESOURCES
+
+    path = tmp_path / "many.db"
+    connection = sqlite3.connect(path)
+    long = HOSTILE_NAMES["bidi"] + "y" * 200
+    for n in range(3_000):
+        connection.execute(f"CREATE TABLE {_quoted(f'{long}{n:04d}')} (id INTEGER)")
+    connection.commit()
+    connection.close()
+    server = build_server(DbSettings(url=f"sqlite:///{path}", schema_poll_s=0))
+    async with Client(server, mode="legacy") as client:
+        listed = await client.list_resources()
+        tables = [r for r in listed if str(r.uri).startswith("db://tables/")]
+        assert len(tables) == TABLE_RESOURCES
+        size = len(json.dumps([r.model_dump(mode="json") for r in listed]).encode())
+        assert size <= TABLE_RESOURCES * 1_500, f"resources/list is {size:,} bytes"
+        last = sorted(f"{long}{n:04d}" for n in range(3_000))[-1]
+        from mcp_server_db.resources import table_uri
+
+        [content] = await client.read_resource(table_uri(last))  # past the listed ones, still readable
+        assert "id" in content.text  # type: ignore[union-attr]
