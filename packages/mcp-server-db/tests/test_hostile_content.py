@@ -227,9 +227,7 @@ async def test_a_postgresql_error_quoting_a_hostile_constraint_is_one_bounded_li
     name = "x\x1b[2J\u202e" + FORGED[:40]
     with engine.begin() as connection:
         connection.exec_driver_sql("DROP TABLE IF EXISTS hostile_failure")
-        connection.exec_driver_sql(
-            f"CREATE TABLE hostile_failure (x integer CONSTRAINT {_quoted(name)} CHECK (x > 0))"
-        )
+        connection.exec_driver_sql(f"CREATE TABLE hostile_failure (x integer CONSTRAINT {_quoted(name)} CHECK (x > 0))")
     try:
         server = build_server(DbSettings(url=PG, allow_write=True, schema_poll_s=0))
         async with Client(server, mode="legacy") as client:

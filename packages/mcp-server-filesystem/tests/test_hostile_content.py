@@ -20,8 +20,8 @@ from mcp_server_core.conventions.untrusted import one_line
 from mcp_server_core.testing import StdioWire, python_module
 from mcp_server_core.testing.hostile import (
     CATASTROPHIC_GLOBS,
-    CATASTROPHIC_RULES,
     CATASTROPHIC_REGEXES,
+    CATASTROPHIC_RULES,
     FORGED,
     HOSTILE_BODIES,
     HOSTILE_NAMES,

@@ -247,7 +247,8 @@ async def test_an_upstream_warning_reaches_the_logs_as_one_line(hostile: FakeSla
     assert warned, f"the warning was not logged to the client: {lines}"
     for line in warned:
         assert_fenced(line, FIXTURES)
-        assert "\n" not in line and "\x1b" not in line, line
+        assert "\n" not in line, line
+        assert "\x1b" not in line, line
 
 
 async def test_the_directory_resources_are_bounded_however_many_long_names(fake: FakeSlack) -> None:

@@ -57,7 +57,6 @@ from mcp_server_core.conventions.errors import (
     ToolFailure,
     did_you_mean,
     failure_text,
-    redact,
 )
 from mcp_server_core.conventions.tools import DEFAULT_BUDGET, call_context, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure

@@ -65,8 +65,7 @@ HOSTILE_BODIES: dict[str, str] = {
     "long_line": "x" * 1_000_000,
     # What a reader cannot see, written as HTML character references: they become characters only when the
     # markup is reduced to text, after the invisible ones were removed (tag characters spell a hidden "IGNORE").
-    "entities": "<b>hi</b>&#x202e;&#xE0049;&#xE0047;&#xE004E;&#xE004F;&#xE0052;&#xE0045;&#13;"
-    f"&#x2028;{FORGED}&#8203;",
+    "entities": f"<b>hi</b>&#x202e;&#xE0049;&#xE0047;&#xE004E;&#xE004F;&#xE0052;&#xE0045;&#13;&#x2028;{FORGED}&#8203;",
 }
 """Bodies (an issue, a message, a file, a cell): fenced, within the budget, cheap to clean."""
 
