@@ -411,3 +411,25 @@ async def test_gitignores_of_unclosed_brackets_cost_a_walk_little(tmp_path: Path
             result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
             assert not result.is_error, _text(result)[:300]
             assert "d29/kept.txt" in _text(result)
+
+
+async def test_a_failed_edit_s_closest_line_hint_costs_little_in_a_file_of_lookalike_lines(
+    tmp_path: Path, make_server: Any
+) -> None:
+    """An edit whose old_text is not found names the closest line: difflib compared it with every line of the
+    file, quadratic in a line's length, so 20,000 lines that are each a shuffle of the asked line took 12 s (and a
+    sync tool's thread runs on past any deadline). Within a deadline of 10 s the failure must arrive, with a hint."""
+    import random
+
+    rng = random.Random(7)
+    line = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(190))
+    root = tmp_path / "lookalike"
+    root.mkdir()
+    (root / "lines.txt").write_text("\n".join("".join(rng.sample(line, len(line))) for _ in range(20_000)) + "\n")
+    server = make_server(root)
+    server.call_timeout_s = 10
+    async with Client(server, mode="legacy") as client:
+        arguments = {"path": "lines.txt", "edits": [{"old_text": line[::-1], "new_text": "x"}]}
+        result = await assert_ping_answered_during(client, client.call_tool_mcp("edit_file", arguments))
+        text = assert_failure_holds(result, [])
+        assert "was not found" in text, text[:300]
