@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from mcp_server_core.testing.hostile import HOSTILE_BODIES, HOSTILE_NAMES, assert_every_tool_holds
+from mcp_server_core.testing.hostile import (
+    HOSTILE_BODIES,
+    HOSTILE_NAMES,
+    assert_every_tool_holds,
+    assert_failures_hold,
+)
 from mcp_server_template.server import build_server
 from mcp_server_template.settings import TemplateSettings
 
@@ -61,3 +66,12 @@ async def test_a_long_note_is_read_page_by_page_with_the_fence_closed_on_each(no
                 break
             offset = int(text.rsplit("continue with offset=", 1)[1].split()[0].rstrip("]).,"))
     assert read == (notes / "long").read_text()
+
+
+async def test_failures_naming_hostile_notes_are_one_bounded_line(notes: Path) -> None:
+    """A note the call names that is not there, or a name no note may have: the failure quotes it in one bounded
+    line. A fork adds the calls its own tools fail on."""
+    calls = [("read_note", {"name": name + "-missing"}) for name in HOSTILE_NAMES.values()]
+    calls += [("delete_note", {"name": name}) for name in HOSTILE_NAMES.values()]
+    async with Client(build_server(TemplateSettings(notes_dir=notes, toolsets="all")), mode="legacy") as client:
+        await assert_failures_hold(client, calls, FIXTURES)

@@ -19,6 +19,7 @@ from mcp_server_core.testing.hostile import (
     HOSTILE_BODIES,
     HOSTILE_NAMES,
     assert_every_tool_holds,
+    assert_failure_holds,
     assert_fenced,
     assert_within_budget,
 )
@@ -189,3 +190,79 @@ async def test_a_name_that_reads_as_ddl_is_quoted_in_describe(tmp_path: Path) ->
         '"say ""hi""" INTEGER',
         "plain TEXT",
     ]
+
+
+HOSTILE_FAILURE = f"x\x1b[2J\u202e{'y' * 500}"
+
+
+@pytest.fixture
+def failing_db(tmp_path: Path) -> str:
+    """A trigger whose message and a CHECK constraint whose name are someone else's words: the database quotes
+    them in the error a write gets."""
+    path = tmp_path / "failing.db"
+    connection = sqlite3.connect(path)
+    connection.execute(f"CREATE TABLE t (x INTEGER CONSTRAINT {_quoted(HOSTILE_FAILURE)} CHECK (x > 0))")
+    connection.execute("CREATE TABLE u (x INTEGER)")
+    connection.execute(
+        f"CREATE TRIGGER no_u BEFORE INSERT ON u BEGIN SELECT RAISE(ABORT, {_literal(HOSTILE_FAILURE)}); END"
+    )
+    connection.commit()
+    connection.close()
+    return f"sqlite:///{path}"
+
+
+async def test_a_database_error_quoting_hostile_words_is_one_bounded_line(failing_db: str) -> None:
+    server = build_server(DbSettings(url=failing_db, allow_write=True, schema_poll_s=0))
+    async with Client(server, mode="legacy") as client:
+        for sql in ("INSERT INTO t VALUES (-1)", "INSERT INTO u VALUES (1)"):
+            result = await client.call_tool_mcp("execute_statement", {"sql": sql})
+            text = assert_failure_holds(result, FIXTURES)
+            assert "\\x1b[2J\\u202e" in text, text  # shown escaped, not dropped: the model sees what was there
+
+
+async def test_a_postgresql_error_quoting_a_hostile_constraint_is_one_bounded_line() -> None:
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(PG)
+    name = "x\x1b[2J\u202e" + FORGED[:40]
+    with engine.begin() as connection:
+        connection.exec_driver_sql("DROP TABLE IF EXISTS hostile_failure")
+        connection.exec_driver_sql(f"CREATE TABLE hostile_failure (x integer CONSTRAINT {_quoted(name)} CHECK (x > 0))")
+    try:
+        server = build_server(DbSettings(url=PG, allow_write=True, schema_poll_s=0))
+        async with Client(server, mode="legacy") as client:
+            sql = "INSERT INTO hostile_failure VALUES (-1)"
+            result = await client.call_tool_mcp("execute_statement", {"sql": sql})
+            text = assert_failure_holds(result, FIXTURES)
+            assert "\\x1b[2J\\u202e" in text, text
+    finally:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("DROP TABLE IF EXISTS hostile_failure")
+        engine.dispose()
+
+
+async def test_resources_list_is_bounded_however_many_tables(tmp_path: Path) -> None:
+    """Each table was listed as a resource, in one page: 3,000 tables of long names made resources/list
+    megabytes (100,000 made it a hundred). The first TABLE_RESOURCES are listed; every table stays readable
+    through the db://tables/{name} template and named in the overview and find_objects."""
+    from mcp_server_db.resources import TABLE_RESOURCES
+
+    path = tmp_path / "many.db"
+    connection = sqlite3.connect(path)
+    long = HOSTILE_NAMES["bidi"] + "y" * 200
+    for n in range(3_000):
+        connection.execute(f"CREATE TABLE {_quoted(f'{long}{n:04d}')} (id INTEGER)")
+    connection.commit()
+    connection.close()
+    server = build_server(DbSettings(url=f"sqlite:///{path}", schema_poll_s=0))
+    async with Client(server, mode="legacy") as client:
+        listed = await client.list_resources()
+        tables = [r for r in listed if str(r.uri).startswith("db://tables/")]
+        assert len(tables) == TABLE_RESOURCES
+        size = len(json.dumps([r.model_dump(mode="json") for r in listed]).encode())
+        assert size <= TABLE_RESOURCES * 1_500, f"resources/list is {size:,} bytes"
+        last = sorted(f"{long}{n:04d}" for n in range(3_000))[-1]
+        from mcp_server_db.resources import table_uri
+
+        [content] = await client.read_resource(table_uri(last))  # past the listed ones, still readable
+        assert "id" in content.text  # type: ignore[union-attr]

@@ -21,9 +21,11 @@ from mcp_server_core.testing import StdioWire, python_module
 from mcp_server_core.testing.hostile import (
     CATASTROPHIC_GLOBS,
     CATASTROPHIC_REGEXES,
+    CATASTROPHIC_RULES,
     FORGED,
     HOSTILE_BODIES,
     HOSTILE_NAMES,
+    assert_failure_holds,
     assert_fenced,
     assert_ping_answered_during,
     assert_structure_one_line,
@@ -170,6 +172,8 @@ async def test_every_tool_over_hostile_content_is_bounded_fenced_and_responsive(
             text = _text(result)
             where = f"{tool} {json.dumps(arguments)[:200]}: {text[:300]!r}"
             assert bool(result.is_error) is not ok, where
+            if not ok:  # a failure quotes the hostile name it could not use: one bounded line
+                assert_failure_holds(result, FIXTURES)
             assert_within_budget(result, budget)
             assert_fenced(text, FIXTURES)
             assert_structure_one_line(result.structured_content)
@@ -389,3 +393,43 @@ async def test_a_cursor_into_a_file_at_the_path_limit_is_taken_back(tmp_path: Pa
                     break
                 arguments = {**arguments, "cursor": cursor}
             assert len(found) == 3, tool
+
+
+async def test_gitignores_of_unclosed_brackets_cost_a_walk_little(tmp_path: Path, make_server: Any) -> None:
+    """Thirty directories, each with a .gitignore of 256 lines of 999 unclosed `[`: translating each line
+    rescanned it per `[` (about 5 s a file, 150 s a walk). With a deadline of 20 s the walk must finish."""
+    root = tmp_path / "brackets"
+    for n in range(30):
+        folder = root / f"d{n:02d}"
+        folder.mkdir(parents=True)
+        (folder / ".gitignore").write_text(CATASTROPHIC_RULES)
+        (folder / "kept.txt").write_text("MATCH\n")
+    server = make_server(root)
+    server.call_timeout_s = 20
+    async with Client(server, mode="legacy") as client:
+        for tool, arguments in (("find_files", {"pattern": "*.txt"}), ("search_text", {"query": "MATCH"})):
+            result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
+            assert not result.is_error, _text(result)[:300]
+            assert "d29/kept.txt" in _text(result)
+
+
+async def test_a_failed_edit_s_closest_line_hint_costs_little_in_a_file_of_lookalike_lines(
+    tmp_path: Path, make_server: Any
+) -> None:
+    """An edit whose old_text is not found names the closest line: difflib compared it with every line of the
+    file, quadratic in a line's length, so 20,000 lines that are each a shuffle of the asked line took 12 s (and a
+    sync tool's thread runs on past any deadline). Within a deadline of 10 s the failure must arrive, with a hint."""
+    import random
+
+    rng = random.Random(7)
+    line = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(190))
+    root = tmp_path / "lookalike"
+    root.mkdir()
+    (root / "lines.txt").write_text("\n".join("".join(rng.sample(line, len(line))) for _ in range(20_000)) + "\n")
+    server = make_server(root)
+    server.call_timeout_s = 10
+    async with Client(server, mode="legacy") as client:
+        arguments = {"path": "lines.txt", "edits": [{"old_text": line[::-1], "new_text": "x"}]}
+        result = await assert_ping_answered_during(client, client.call_tool_mcp("edit_file", arguments))
+        text = assert_failure_holds(result, [])
+        assert "was not found" in text, text[:300]

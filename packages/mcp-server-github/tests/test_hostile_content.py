@@ -20,6 +20,7 @@ from mcp_server_core.testing.hostile import (
     FORGED,
     HOSTILE_BODIES,
     HOSTILE_NAMES,
+    assert_failure_holds,
     assert_fenced,
     assert_ping_answered_during,
     assert_within_budget,
@@ -184,6 +185,8 @@ async def test_a_tool_over_hostile_records_is_bounded_fenced_and_responsive(
         result = await assert_ping_answered_during(client, client.call_tool_mcp(tool, arguments))
     assert_within_budget(result, budgets(hostile)[tool])
     assert_fenced(text_of(result), FIXTURES)
+    if result.is_error:  # a failure quotes what it could not use: one bounded line
+        assert_failure_holds(result, FIXTURES)
     # Within the budget by the tool's own paging: the helpers' backstop (a cut text, a trimmed structure) never acts.
     assert not BACKSTOP_CUT.search(text_of(result)), text_of(result)[-300:]
     assert CUT_MARK not in json.dumps(result.structured_content, ensure_ascii=False)

@@ -17,6 +17,7 @@ from mcp_server_core.testing.hostile import (
     HOSTILE_BODIES,
     HOSTILE_NAMES,
     assert_every_tool_holds,
+    assert_failures_hold,
     assert_fenced,
     assert_within_budget,
 )
@@ -226,3 +227,51 @@ async def test_a_listing_of_long_names_pages_so_text_and_structure_agree(
             if not cursor:
                 break
     assert len(seen) == len(set(seen)) == 300
+
+
+async def test_an_upstream_warning_reaches_the_logs_as_one_line(hostile: FakeSlack) -> None:
+    """Slack's `warning` beside `ok: true` is logged for the operator, and a log line made during a call goes to
+    that call's client too (notifications/message): the warning's words are one line in both."""
+    hostile.warn("conversations.history", f"missing_charset\n{FORGED}\x1b[2J\u202e")
+    lines: list[str] = []
+
+    async def keep(message: Any) -> None:
+        data = message.data
+        lines.append(data if isinstance(data, str) else str(data.get("msg", data)))
+
+    async with Client(make_server(hostile), mode="legacy", log_handler=keep) as client:
+        await client.set_logging_level("debug")
+        result = await client.call_tool_mcp("read_messages", {"channel": NAMED})
+        assert not result.is_error
+    warned = [line for line in lines if "missing_charset" in line]
+    assert warned, f"the warning was not logged to the client: {lines}"
+    for line in warned:
+        assert_fenced(line, FIXTURES)
+        assert "\n" not in line, line
+        assert "\x1b" not in line, line
+
+
+async def test_the_directory_resources_are_bounded_however_many_long_names(fake: FakeSlack) -> None:
+    """slack://users and slack://channels list the whole directory (up to --max-cached each, 20,000): with long
+    names that was megabytes in one read. Each is cut to its budget, saying how to read on."""
+    name = "longname " + "\u202e" * 150  # escaped six characters each in the one-line form
+    fake.users += [
+        _user(f"U0MANY{n:04d}", f"many{n}", name, display=name, email=f"m{n}@example.com") for n in range(2_000)
+    ]
+    fake.channels += [_channel(f"C0MANY{n:04d}", f"many-{n}-{'x' * 70}") for n in range(2_000)]
+    async with Client(make_server(fake)) as client:
+        for uri, tool in (("slack://users", "list_users"), ("slack://channels", "list_channels")):
+            [content] = await client.read_resource(uri)
+            text = content.text  # type: ignore[union-attr]
+            assert len(text.encode()) <= 64_000, f"{uri} is {len(text.encode()):,} bytes"
+            assert tool in text.rsplit("\n", 1)[-1], "the cut says how to read on"
+
+
+async def test_failures_naming_hostile_things_are_one_bounded_line(hostile: FakeSlack) -> None:
+    """A channel, a person, a thread the call names that is not there: the failure quotes the name it could not
+    use, in one bounded line whatever the name holds."""
+    calls = [("read_messages", {"channel": f"{name}-gone"}) for name in HOSTILE_NAMES.values()]
+    calls += [("list_users", {"channel": HOSTILE_NAMES["fence"]})]
+    calls += [("read_messages", {"channel": HOSTILE, "thread_ts": HOSTILE_NAMES["newline"]})]
+    async with Client(make_server(hostile), mode="legacy") as client:
+        await assert_failures_hold(client, calls, FIXTURES)

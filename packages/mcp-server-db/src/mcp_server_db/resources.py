@@ -32,6 +32,10 @@ __all__ = ["OVERVIEW", "SchemaResources", "TableResource", "table_uri"]
 
 OVERVIEW = "db://schema"
 OVERVIEW_BYTES = 60_000
+TABLE_RESOURCES = 1_000
+"""Most tables listed one by one as resources (the first by name): resources/list is one page, and a database of
+100,000 tables made it a hundred megabytes. Every table stays readable through db://tables/{name}, and named in
+the overview and by find_objects."""
 logger = logging.getLogger(__name__)
 
 
@@ -166,8 +170,13 @@ class SchemaResources:
             dropped = self.known.keys() - current.keys()
             altered = {name for name in current.keys() & self.known.keys() if current[name] != self.known[name]}
             self.known = current
-            # Under the lock, so two refreshes (the poller, a write) apply their differences in order.
-            self.tables.update(add=[self._table_resource(n) for n in sorted(added)], remove=map(table_uri, dropped))
+            # Under the lock, so two refreshes (the poller, a write) apply their differences in order. At most
+            # TABLE_RESOURCES are listed: room a drop frees goes to the first tables by name not yet listed.
+            gone = [table_uri(n) for n in dropped]
+            listed = len(self.tables) - sum(1 for uri in gone if uri in self.tables)
+            room = max(TABLE_RESOURCES - listed, 0)
+            fresh = [n for n in sorted(current) if table_uri(n) not in self.tables][:room] if room else []
+            self.tables.update(add=[self._table_resource(n) for n in fresh], remove=gone)
         if not announce:
             return
         if added or dropped:

@@ -106,10 +106,24 @@ def _fuzzy(text: str, edit: Edit, number: int) -> tuple[str, str] | None:
     return "\n".join(lines), f"edit {number} matched ignoring whitespace (lines {spans}); indentation kept"
 
 
+CLOSEST_CANDIDATES = 1_000
+"""Distinct lines of at most `CLOSEST_LINE_CHARS` a failed edit's hint compares with what it asked for. difflib's
+ratio is quadratic in a line's length and ran once per line: 20,000 lines that each shuffle the asked line took
+12 s (a sync tool's thread runs on past any deadline). A hint, so the first ones do."""
+CLOSEST_LINE_CHARS = 400
+
+
 def _closest(text: str, old_text: str) -> str:
     first = next((line for line in old_text.split("\n") if line.strip()), old_text)
     lines = text.split("\n")
-    best = difflib.get_close_matches(first.strip(), [line.strip() for line in lines], n=1, cutoff=0.5)
+    candidates: dict[str, None] = {}
+    for line in lines:
+        stripped = line.strip()
+        if stripped and len(stripped) <= CLOSEST_LINE_CHARS:
+            candidates[stripped] = None
+            if len(candidates) >= CLOSEST_CANDIDATES:
+                break
+    best = difflib.get_close_matches(first.strip()[:CLOSEST_LINE_CHARS], list(candidates), n=1, cutoff=0.5)
     if not best:
         return "Read the file again: its text differs from what the edit expects."
     number = next(i for i, line in enumerate(lines) if line.strip() == best[0]) + 1

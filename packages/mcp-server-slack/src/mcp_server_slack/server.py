@@ -9,7 +9,7 @@ from typing import cast
 
 import anyio.from_thread
 from fastmcp.resources import FunctionResource, ResourceTemplate
-from mcp_server_core import ReferenceServer, ResourceSet
+from mcp_server_core import ReferenceServer, ResourceSet, cut_to_budget
 from mcp_server_core.conventions.untrusted import fence
 
 from mcp_server_slack import __version__
@@ -29,6 +29,11 @@ INSTRUCTIONS = (
 )
 CHANNEL_RESOURCES = 1_000
 """Most channels listed one by one as resources; the directory resource lists every channel."""
+
+DIRECTORY_BYTES = 60_000
+"""Most of slack://users or slack://channels one read returns: the directory holds up to --max-cached (20,000)
+of each, and with long names (escaped in their one-line form) that was megabytes in one read. The tools page
+through the rest."""
 
 
 class SlackServer(ReferenceServer):
@@ -139,7 +144,8 @@ def _add_directory_resources(server: ReferenceServer, directory: Directory) -> N
         ]
         if not complete:
             lines.append(f"(first {len(channels):,} channels of a large workspace; read again for more)")
-        return "\n".join(lines) or "No channels visible to this token."
+        text = "\n".join(lines) or "No channels visible to this token."
+        return cut_to_budget(text, DIRECTORY_BYTES, "list_channels pages through the rest")
 
     def users_text() -> str:
         users, complete = directory.all_users()
@@ -152,7 +158,8 @@ def _add_directory_resources(server: ReferenceServer, directory: Directory) -> N
         ]
         if not complete:
             lines.append(f"(first {len(users):,} users of a large workspace; read again for more)")
-        return "\n".join(lines) or "No users visible to this token."
+        text = "\n".join(lines) or "No users visible to this token."
+        return cut_to_budget(text, DIRECTORY_BYTES, "list_users pages through the rest")
 
     server.add_resource(
         FunctionResource.from_function(

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from mcp_server_core.conventions.untrusted import label_safe
+
 if TYPE_CHECKING:
     from mcp_server_core.conventions.settings import LogLevel
 
@@ -29,6 +31,7 @@ __all__ = [
     "Unavailable",
     "configure_logging",
     "did_you_mean",
+    "failure_text",
     "forget_secret",
     "is_registered_secret",
     "os_failure",
@@ -51,7 +54,7 @@ class ToolFailure(Exception):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.hint = hint
-        super().__init__(redact(f"{message} {hint}" if hint else message))
+        super().__init__(failure_text(f"{message} {hint}" if hint else message))
 
 
 class NotFound(ToolFailure):
@@ -95,6 +98,27 @@ class RateLimited(Unavailable):
         if retry_after is not None and hint is None:
             hint = f"Retry after {retry_after:.0f} s."
         super().__init__(message, hint=hint)
+
+
+MAX_FAILURE_CHARS = 4_000
+"""A failure message's longest form: it says what failed and what to try, never carries a body; an upstream's or a
+database's words inside it (an error that echoes a value, a trigger's message) are cut to fit."""
+
+
+MAX_LOG_CHARS = 8_000
+"""A log line's message at most (its traceback aside): a line says what happened, never carries a body."""
+
+
+def failure_text(text: str) -> str:
+    """A failure's message as the client gets it, on both tracks: redacted, one line, at most `MAX_FAILURE_CHARS`.
+
+    A message quotes what came from outside (a database's error naming a hostile constraint or raising a
+    trigger's text, an upstream's reason, a name the caller gave): a line break there would start a line that
+    reads as the server's, an escape sequence or bidi control would repaint it. They are escaped as the one-line
+    form escapes them (`\\n`, `\\x1b`, `\\u202e`); the server's own messages are one line already.
+    """
+    text = redact(text[: 4 * MAX_FAILURE_CHARS])  # escaping grows a character to at most ten: cut, then escape
+    return label_safe(text, MAX_FAILURE_CHARS)
 
 
 def did_you_mean(name: str, candidates: Iterable[str], *, noun: str = "name") -> str:
@@ -173,7 +197,10 @@ Its message says what to do, its data names the category; -32603 would say the s
 # are redacted too, whatever their shape.
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # user:password@ in any URL (database URLs, proxies)
-    (re.compile(r"(?P<keep>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+(?=@)"), r"\g<keep>***"),
+    # Anchored at the `://`, not at the scheme: a pattern that starts with the scheme is tried at every letter
+    # of a long word and scans the rest of it each time (`"a" * 40_000` took 2.4 s, 200,000 a minute). The
+    # scheme's last character before it is all a URL needs here; what precedes it is kept either way.
+    (re.compile(r"(?<=[a-zA-Z0-9+.\-])(?P<keep>://[^:/@\s]*+:)[^@\s/]++(?=@)"), r"\g<keep>***"),
     (re.compile(r"(?i)(?P<keep>\bbearer\s+)[A-Za-z0-9\-._~+/]+=*"), r"\g<keep>***"),
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "***"),
     (re.compile(r"\bxox[abposrce]-[A-Za-z0-9-]{8,}"), "***"),
@@ -218,13 +245,20 @@ def _redact_known(text: str, secret: str) -> str:
         return text.replace(secret, "***")
     head = secret[: PREFIX_SHOWN_MAX + 1]
     start = text.find(head)
+    if start < 0:
+        return text
+    # Pieces joined once: splicing the text at each hit rebuilt it per hit, quadratic in a text that repeats one.
+    pieces: list[str] = []
+    kept = 0
     while start >= 0:
         end, limit = start + len(head), min(len(text), start + len(secret))
         while end < limit and text[end] == secret[end - start]:
             end += 1
-        text = text[:start] + "***" + text[end:]
-        start = text.find(head, start + 3)
-    return text
+        pieces += (text[kept:start], "***")
+        kept = end
+        start = text.find(head, end)
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def redact(text: str) -> str:
@@ -262,9 +296,16 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
+        shown = message
         if is_failed_call(record):
-            side = _SIDE_BY_LEVEL.get(record.levelno, "internal bug")
-            record = logging.makeLogRecord({**record.__dict__, "msg": f"[{side}] {message}", "args": None})
+            shown = f"[{_SIDE_BY_LEVEL.get(record.levelno, 'internal bug')}] {message}"
+        # The message is one line, whatever its arguments hold: an upstream's warning, a name, an error's text
+        # with a line break would start a line that reads as the server's own, in the operator's log and in the
+        # client's (client_log.py); an escape sequence would repaint the operator's terminal. The traceback the
+        # formatter adds below it is the server's own and keeps its lines.
+        shown = label_safe(shown[: 4 * MAX_LOG_CHARS], MAX_LOG_CHARS)
+        if shown != message:
+            record = logging.makeLogRecord({**record.__dict__, "msg": shown, "args": None})
         return redact(super().format(record))
 
 

@@ -120,11 +120,14 @@ def one_line(text: str | None, max_chars: int = MAX_LINE_CHARS) -> str:
     """
     if text is None:
         return ""
-    if text.isascii() and text.isprintable() and "\\" not in text:
-        escaped = text  # the common case, in C
+    # Only the head can be shown: past `max_chars` characters the form is cut, whatever they escape to, so a
+    # 10 MB name costs its digest (in C) and 200 characters of escaping, not seconds of it.
+    head = text if len(text) <= max_chars else text[:max_chars]
+    if head.isascii() and head.isprintable() and "\\" not in head:
+        escaped = head  # the common case, in C
     else:
-        escaped = "".join(_escaped(char) or char for char in text)
-    if len(escaped) <= max_chars:
+        escaped = "".join(_escaped(char) or char for char in head)
+    if len(escaped) <= max_chars and head is text:
         return escaped
     digest = hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
     head = escaped[: max(max_chars - 24, 8)]
@@ -305,6 +308,12 @@ def clean(text: str | Untrusted | None, *, markup: bool = True) -> Cleaned:
     hidden = 0
     if markup:
         visible, hidden = html_to_text(visible)
+        if "&" in raw:
+            # A character reference (`&#x202e;`, `&#xE0049;`, `&#13;`) becomes its character only now, after the
+            # invisible ones were removed: a hidden instruction spelled in tag characters, a bidi override, a
+            # carriage return would reach the model inside the fence. Removed once more, in one more pass.
+            visible, smuggled = strip_invisible(visible)
+            invisible += smuggled
     return Cleaned(visible, invisible, hidden, cut_from)
 
 

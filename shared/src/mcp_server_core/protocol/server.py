@@ -56,7 +56,7 @@ from mcp_server_core.conventions.errors import (
     RateLimited,
     ToolFailure,
     did_you_mean,
-    redact,
+    failure_text,
 )
 from mcp_server_core.conventions.tools import DEFAULT_BUDGET, call_context, compact_schema
 from mcp_server_core.operations.audit import AuditTrail, note_failure
@@ -360,10 +360,10 @@ class ReferenceServer(FastMCP[Any]):
                 known = [t.name for t in await self.list_tools()]
                 raise MCPError(
                     code=INVALID_PARAMS,
-                    message=redact(f"Unknown tool: {name!r}. {did_you_mean(name, known, noun='tool')}"),
+                    message=failure_text(f"Unknown tool: {name!r}. {did_you_mean(name, known, noun='tool')}"),
                     data={"name": name},
                 ) from exc
-            raise ToolError(redact(str(exc))) from exc
+            raise ToolError(failure_text(str(exc))) from exc
         except ValidationError as exc:
             self._failed(name, "invalid_argument")
             raise ToolError(_argument_error(name, exc)) from exc
@@ -377,7 +377,7 @@ class ReferenceServer(FastMCP[Any]):
                 raise ToolError(
                     f"Tool {name!r} failed unexpectedly ({type(cause).__name__}); the details are in the server log."
                 ) from cause
-            message = redact(str(exc))
+            message = failure_text(str(exc))
             if message == str(exc):
                 raise
             raise ToolError(message) from exc
@@ -472,12 +472,12 @@ class ReferenceServer(FastMCP[Any]):
             # fastmcp masks what is not its own error type; a ToolFailure's message is meant for the client.
             failure = exc.__cause__
             if isinstance(failure, NotFound | InvalidArgument):
-                raise MCPError(code=INVALID_PARAMS, message=redact(str(failure)), data={"uri": uri}) from failure
+                raise MCPError(code=INVALID_PARAMS, message=failure_text(str(failure)), data={"uri": uri}) from failure
             if isinstance(failure, ToolFailure):
                 data: dict[str, Any] = {"uri": uri, "category": failure.category}
                 if isinstance(failure, RateLimited) and failure.retry_after is not None:
                     data["retry_after"] = failure.retry_after
-                raise MCPError(code=RESOURCE_FAILED, message=redact(str(failure)), data=data) from failure
+                raise MCPError(code=RESOURCE_FAILED, message=failure_text(str(failure)), data=data) from failure
             raise
 
     async def render_prompt(
@@ -704,7 +704,7 @@ async def _explain_invalid_params(ctx: ServerRequestContext[Any, Any], call_next
             )
         else:
             message = f"Invalid params for {ctx.method!r}" + _params_problems(ctx)
-        raise MCPError(code=INVALID_PARAMS, message=redact(message)) from exc
+        raise MCPError(code=INVALID_PARAMS, message=failure_text(message)) from exc
 
 
 def _params_problems(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -765,11 +765,11 @@ def _argument_error(tool_name: str, exc: ValidationError) -> str:
     """One line per bad field, without pydantic's URLs or echoed input values."""
     cause = exc.__cause__
     if not isinstance(cause, PydanticValidationError):
-        return redact(str(exc))
+        return failure_text(str(exc))
     problems = []
     for error in cause.errors(include_url=False, include_input=False, include_context=False):
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where}: {error['msg']}")
-    return redact(
+    return failure_text(
         f"Invalid arguments for {tool_name!r}: " + "; ".join(problems) + ". Fix them to match the tool's inputSchema."
     )

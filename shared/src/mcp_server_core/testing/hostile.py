@@ -24,10 +24,13 @@ from typing import Any
 __all__ = [
     "CATASTROPHIC_GLOBS",
     "CATASTROPHIC_REGEXES",
+    "CATASTROPHIC_RULES",
     "FORGED",
     "HOSTILE_BODIES",
     "HOSTILE_NAMES",
     "assert_every_tool_holds",
+    "assert_failure_holds",
+    "assert_failures_hold",
     "assert_fenced",
     "assert_ping_answered_during",
     "assert_structure_one_line",
@@ -60,6 +63,9 @@ HOSTILE_BODIES: dict[str, str] = {
     "markup": "<a " * 21845,
     "comment": f"<!-- {FORGED} -->visible",
     "long_line": "x" * 1_000_000,
+    # What a reader cannot see, written as HTML character references: they become characters only when the
+    # markup is reduced to text, after the invisible ones were removed (tag characters spell a hidden "IGNORE").
+    "entities": f"<b>hi</b>&#x202e;&#xE0049;&#xE0047;&#xE004E;&#xE004F;&#xE0052;&#xE0045;&#13;&#x2028;{FORGED}&#8203;",
 }
 """Bodies (an issue, a message, a file, a cell): fenced, within the budget, cheap to clean."""
 
@@ -68,6 +74,11 @@ CATASTROPHIC_REGEXES = (r"(\w+\s?)*zzz", r"(a+)+$", r"(.*a){20}")
 
 CATASTROPHIC_GLOBS = ("*a*a*a*a*a*a*a*a*a*a*a*a*b",)
 """Minutes for a glob turned into a backtracking regex, beside a name of `"a" * 60`."""
+
+CATASTROPHIC_RULES = "\n".join("[" * 999 for _ in range(256))
+"""A rule file (a .gitignore) of 256 lines of 999 unclosed `[`: a translator that looks for each `[`'s closing
+`]` from where it stands rescans the rest of the line per `[`, seconds per file, paid again in every directory
+that holds one on every walk."""
 
 _LABEL = re.compile(r"^\[untrusted data: .*\]$")
 _OPENING = re.compile(r"^(`{3,16})text$")
@@ -122,9 +133,21 @@ def _shows_raw(char: str) -> bool:
     return category[0] == "C" or category in ("Zl", "Zp")
 
 
+def _hidden(char: str) -> bool:
+    """What `clean()` removes from a body, so no text may hold it even inside a fence: bidi and zero-width
+    controls, tag characters, private use, unassigned, line and paragraph separators, control characters (an
+    escape sequence, a carriage return) but the newline and the tab."""
+    if char in "\n\t\ufe0e\ufe0f":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+
+
 def assert_fenced(text: str, fixtures: Iterable[str] = ()) -> None:
     """No fixture speaks in the server's voice: outside fences, no raw control, bidi or invisible character, no
-    line that starts with the attacker's `FORGED` words, and no fixture that holds a line break shown raw."""
+    line that starts with the attacker's `FORGED` words, and no fixture that holds a line break shown raw; inside
+    them too, nothing `clean()` promises to remove (bidi, zero-width, tag characters, controls)."""
+    hidden = [char for char in text if _hidden(char)]
+    assert not hidden, f"a raw {hidden[0]!r} in the text, fenced or not: a body is cleaned of what no reader sees"
     for line in unfenced_parts(text):
         raw = [char for char in line if _shows_raw(char)]
         assert not raw, f"raw {raw[0]!r} outside a fence in {line[:200]!r}"
@@ -151,6 +174,36 @@ def assert_structure_one_line(structured: Any) -> None:
     elif isinstance(structured, str):
         raw = [char for char in structured if _shows_raw(char)]
         assert not raw, f"raw {raw[0]!r} in the structured content's {structured[:200]!r}"
+
+
+MAX_FAILURE_BYTES = 16_384
+"""A failure's whole message at most: its text is one line of at most 4,000 characters (errors.py's
+`MAX_FAILURE_CHARS`), each at most four bytes."""
+
+
+def assert_failure_holds(result: Any, fixtures: Iterable[str] = ()) -> str:
+    """A failed call (`isError`) that quotes hostile text, a database's error, an upstream's reason: its text is
+    one line with no raw control, bidi or invisible character, no fixture's line of its own, and the whole
+    message is bounded. Returns the text."""
+    assert result.is_error, "the call was expected to fail"
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    assert "\n" not in text, f"a failure of more than one line: {text[:300]!r}"
+    assert_fenced(text, fixtures)
+    size = message_bytes(result)
+    assert size <= MAX_FAILURE_BYTES, f"the failure is {size:,} bytes, over {MAX_FAILURE_BYTES:,}"
+    return text
+
+
+async def assert_failures_hold(
+    client: Any, calls: Iterable[tuple[str, dict[str, Any]]], fixtures: Iterable[str] = ()
+) -> None:
+    """Each (tool, arguments) in `calls` fails, and its failure holds (`assert_failure_holds`): calls that name
+    a hostile thing that is not there, or make an upstream refuse with hostile words, over a handshake-era
+    fastmcp `Client`. The failure path is where a server quotes what it could not use."""
+    shown = list(fixtures)
+    for name, arguments in calls:
+        result = await assert_ping_answered_during(client, client.call_tool_mcp(name, arguments))
+        assert_failure_holds(result, shown)
 
 
 async def assert_ping_answered_during(client: Any, call: Awaitable[Any], *, within: float = 2.0) -> Any:

@@ -24,6 +24,7 @@ import json
 import logging
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -299,7 +300,7 @@ class ToolCommands:
             print(str(failure), file=sys.stderr)
             return EXIT_FAILED
         if as_json:
-            print(json.dumps(_json_of(answer.text, answer.structured, answer.media), ensure_ascii=False))
+            print(_printable_json(_json_of(answer.text, answer.structured, answer.media)))
         else:
             print(answer.text)
         return EXIT_OK
@@ -348,6 +349,29 @@ def _capture(outcome: list[Any], fn: Any, arguments: dict[str, Any]) -> None:
         outcome.append(("returned", fn(**arguments)))
     except BaseException as exc:  # handed to the command's thread, which raises it there
         outcome.append(("raised", exc))
+
+
+def _printable_json(value: Any) -> str:
+    """`value` as JSON that shows no character a reader cannot see. Structured content may keep data as it came
+    (the db server's cells), and JSON escapes a newline but not U+2028 (a line break to many terminals and
+    readers), a bidi override or a zero-width mark: printed raw, a cell could start a line or reorder one. They
+    are written as `\\uXXXX` escapes, so the JSON reads back as the same values; other text stays readable."""
+    text = json.dumps(value, ensure_ascii=False)
+    if text.isascii():
+        return text
+    return "".join(_json_escape(char) if _unseen(char) else char for char in text)
+
+
+def _unseen(char: str) -> bool:
+    return not char.isascii() and unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON writes a character beyond the BMP as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _json_of(text: str, structured: dict[str, Any] | None, media: Media | None) -> Any:
