@@ -9,7 +9,6 @@ inputs are what a reader clicks or sees, not what the message says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from mcp_server_slack.formatting import ts_to_iso
@@ -17,6 +16,21 @@ from mcp_server_slack.formatting import ts_to_iso
 __all__ = ["blocks_to_mrkdwn", "shows_blocks"]
 
 _RICH_TEXT_ONLY = frozenset({"rich_text"})
+_MOST_INDENT = 8  # Slack's own bound for a list's indent (@slack/types' RichTextList: 0 to 8)
+_MOST_OFFSET = 1_000_000  # Slack names none; a list numbered past this is no list a person wrote
+
+
+def _items(value: Any) -> list[Any]:
+    """A field that should hold a list, as one: the blocks are the sender's JSON, any shape may come."""
+    return value if isinstance(value, list) else []
+
+
+def _bounded(value: Any, most: int) -> int:
+    """A field that should hold a small count, as one between 0 and `most` (else 0): "indent": 1e9 would have
+    made a gigabyte of spaces, "offset": "x" failed the whole read."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # NaN
+        return 0
+    return int(min(max(value, 0), most))
 
 
 def _escape(text: str) -> str:
@@ -58,47 +72,52 @@ def _inline(element: dict[str, Any]) -> str:
     return ""
 
 
-def _inlines(elements: Iterable[Any]) -> str:
-    return "".join(_inline(e) for e in elements if isinstance(e, dict))
+def _inlines(elements: Any) -> str:
+    return "".join(_inline(e) for e in _items(elements) if isinstance(e, dict))
 
 
 def _rich_text(block: dict[str, Any]) -> list[str]:
     lines: list[str] = []
-    for part in block.get("elements") or []:
+    for part in _items(block.get("elements")):
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
         if kind == "rich_text_section":  # a section's closing newline is the paragraph break the join makes
-            lines.append(_inlines(part.get("elements") or []).rstrip("\n"))
+            lines.append(_inlines(part.get("elements")).rstrip("\n"))
         elif kind == "rich_text_list":
-            indent = "  " * int(part.get("indent") or 0)
-            number = int(part.get("offset") or 0)
-            for item in part.get("elements") or []:
+            indent = "  " * _bounded(part.get("indent"), _MOST_INDENT)
+            number = _bounded(part.get("offset"), _MOST_OFFSET)
+            for item in _items(part.get("elements")):
                 number += 1
                 marker = f"{number}." if part.get("style") == "ordered" else "-"
-                lines.append(f"{indent}{marker} {_inlines((item or {}).get('elements') or [])}")
+                inner = item.get("elements") if isinstance(item, dict) else None
+                lines.append(f"{indent}{marker} {_inlines(inner)}")
         elif kind == "rich_text_quote":
-            quoted = _inlines(part.get("elements") or [])
+            quoted = _inlines(part.get("elements"))
             lines += ["&gt; " + line for line in quoted.split("\n")]
         elif kind == "rich_text_preformatted":
-            lines.append("```\n" + _inlines(part.get("elements") or []).strip("\n") + "\n```")
+            lines.append("```\n" + _inlines(part.get("elements")).strip("\n") + "\n```")
     return lines
 
 
-def blocks_to_mrkdwn(blocks: Iterable[Any]) -> str:
+def blocks_to_mrkdwn(blocks: Any) -> str:
     """The text of section (text and fields), header, context and rich_text blocks, one block after another."""
     lines: list[str] = []
-    for block in blocks:
+    for block in _items(blocks):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind in ("section", "header"):
             if block.get("text"):
                 lines.append(_text_object(block["text"]))
-            fields = [_text_object(f) for f in block.get("fields") or []]
+            fields = [_text_object(f) for f in _items(block.get("fields"))]
             lines += [f for f in fields if f]
         elif kind == "context":
-            parts = [_text_object(e) for e in block.get("elements") or [] if (e or {}).get("type") != "image"]
+            parts = [
+                _text_object(e)
+                for e in _items(block.get("elements"))
+                if isinstance(e, dict) and e.get("type") != "image"
+            ]
             if any(parts):
                 lines.append(" · ".join(p for p in parts if p))
         elif kind == "rich_text":
@@ -113,7 +132,7 @@ def shows_blocks(raw: dict[str, Any]) -> bool:
     An app's section, header or context blocks are what Slack shows, its `text` only the notification's
     fallback; and an empty `text` leaves nothing else to show.
     """
-    blocks = [b for b in raw.get("blocks") or [] if isinstance(b, dict)]
+    blocks = [b for b in _items(raw.get("blocks")) if isinstance(b, dict)]
     if not blocks:
         return False
     if not str(raw.get("text") or "").strip():
