@@ -250,11 +250,10 @@ class RequestGuard:
         if self.shared is not None and on_endpoint:
             if scope["method"] == "GET" and await self._replayed_from_the_store(scope, send):
                 return
-            send = self._recording_owners(scope, send)
+            ending = scope["method"] == "DELETE"
+            send = self._forgetting(scope, send) if ending else self._recording_owners(scope, send)
         if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             await self.app(scope, receive, send)
-            if self.shared is not None and on_endpoint and scope["method"] == "DELETE":
-                await self._forget_session(scope)
             return
         headers = dict(scope["headers"])
         opening = None  # the credential this request may open a session for, counted until it is answered
@@ -461,6 +460,18 @@ class RequestGuard:
                     self._manager = manager
                     break
         return self._manager
+
+    def _forgetting(self, scope: Scope, send: Send) -> Send:
+        """`send` for a DELETE: once the session has ended here, it stops counting on every host before the client
+        hears so (a client that ends one session and at once opens another elsewhere was refused: the count was
+        taken back only after the answer had gone)."""
+
+        async def forgetting(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 300:
+                await self._forget_session(scope)
+            await send(message)
+
+        return forgetting
 
     async def _forget_session(self, scope: Scope) -> None:
         """A session ended with DELETE no longer counts against its credential on any host."""
