@@ -1953,6 +1953,25 @@ def _jobs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: d
     )
 
 
+@route("GET", R + r"/actions/runs/(?P<run>\d+)")
+def _run(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
+    repo = _get_repo(fake, m)
+    run = next((r for r in repo.runs if r["id"] == int(m["run"])), None)
+    if run is None:
+        raise _error(404, "Not Found")
+    return _run_json(fake, repo, run)
+
+
+@route("GET", R + r"/actions/jobs/(?P<job>\d+)")
+def _job(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
+    repo = _get_repo(fake, m)
+    for run_id, jobs in repo.jobs.items():
+        for job in jobs:
+            if job["id"] == int(m["job"]):
+                return _job_json(repo, next(r for r in repo.runs if r["id"] == run_id), job)
+    raise _error(404, "Not Found")
+
+
 @route("GET", R + r"/actions/jobs/(?P<job>\d+)/logs")
 def _job_logs(fake: FakeGitHub, m: re.Match[str], q: dict[str, str], body: Any, h: dict[str, str]) -> Any:
     _get_repo(fake, m)

@@ -11,7 +11,7 @@ from mcp_server_core.conventions.budget import json_size
 from pydantic import Field
 
 from mcp_server_github.client import GitHubApi
-from mcp_server_github.lockdown import Lockdown
+from mcp_server_github.lockdown import FROM_ELSEWHERE, Lockdown
 from mcp_server_github.repos import segment
 from mcp_server_github.shapes import (
     IN_REPO,
@@ -58,6 +58,7 @@ class Job(TypedDict, total=False):
     failed_steps: list[Untrusted]
     started: Untrusted
     completed: Untrusted
+    withheld: str
 
 
 def run_shape(r: dict[str, Any]) -> Run:
@@ -103,9 +104,27 @@ def job_shape(job: dict[str, Any]) -> Job:
     )
 
 
+def job_withheld(job: Job) -> Job:
+    """A job of a run whose workflow file a stranger wrote (lockdown): its name and its steps' names are theirs."""
+    return compact(Job(**{**job, "name": Untrusted(None), "failed_steps": [], "withheld": FROM_ELSEWHERE}))
+
+
 def job_line(i: Job) -> str:
+    if i.get("withheld"):
+        return (
+            f"{i.get('id')} {said(i.get('conclusion') or i.get('status'))} [name withheld by lockdown: {i['withheld']}]"
+        )
     return f"{i.get('id')} {said(i.get('conclusion') or i.get('status'))} {said(i.get('name'))}" + (
         f"; failed steps: {names(i['failed_steps'])}" if i.get("failed_steps") else ""
+    )
+
+
+def log_withheld(repo: str, job_id: int) -> str:
+    return (
+        f"The log of job {job_id} in {repo} is withheld by lockdown: its workflow run is of a pull request from"
+        f" another repository, so the commands it ran (and what they printed) were written by {FROM_ELSEWHERE},"
+        " whom no owner, member or collaborator vouches for. To read it, open the run's page on GitHub, or ask"
+        " whoever runs this server to start it without --lockdown."
     )
 
 
@@ -162,6 +181,8 @@ def actions_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
             budget=ROOM,
         )
         items = [job_shape(j) for j in page.items]
+        if items and lockdown.run_withheld(repo, run_id):  # one request per run, kept
+            items = [job_withheld(i) for i in items]
         lines = [job_line(i) for i in items]
         return Listing(items=items, next_cursor=page.next_cursor).with_text(
             fenced_lines(lines, f"jobs of run {run_id}")
@@ -174,6 +195,8 @@ def actions_toolset(api: GitHubApi, lockdown: Lockdown) -> Toolset:
         tail_lines: Annotated[int, Field(ge=1, le=2000)] = 200,
     ) -> str:
         """Use to read the end of a CI job's log, where the error usually is."""
+        if lockdown.job_withheld(repo, job_id):
+            return log_withheld(repo, job_id)
         response = api.request(
             "GET", f"/repos/{repo}/actions/jobs/{job_id}/logs", what=f"log of job {job_id}", follow=False
         )

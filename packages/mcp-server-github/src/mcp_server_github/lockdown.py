@@ -34,13 +34,17 @@ from mcp_server_core import ToolFailure
 from mcp_server_github.client import GitHubApi
 from mcp_server_github.shapes import WITHHELD
 
-__all__ = ["TRUSTED", "Lockdown"]
+__all__ = ["FROM_ELSEWHERE", "TRUSTED", "Lockdown", "from_elsewhere"]
 
 TRUSTED = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 """GitHub's `author_association` values that show a text under lockdown."""
 
 VISIBILITY_TTL_S = 300.0
 MAX_REPOSITORIES = 1_024
+MAX_RUNS = 4_096
+"""Runs (and, apart, jobs) whose origin is kept: a few dozen bytes each."""
+
+FROM_ELSEWHERE = "the author of a pull request from another repository"
 
 _STANDING = {
     "NONE": "no association with the repository",
@@ -58,6 +62,8 @@ class Lockdown:
         self.api = api
         self.enabled = enabled
         self._public: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+        self._runs: OrderedDict[tuple[str, int], bool] = OrderedDict()
+        self._jobs: OrderedDict[tuple[str, int], int] = OrderedDict()
         self._lock = threading.Lock()
 
     def scrub(self, thing: Any, repo: str) -> Any:
@@ -80,15 +86,49 @@ class Lockdown:
         title (`display_title`), which anyone may write and no `author_association` vouches for: withheld."""
         if not self.enabled or not isinstance(run, Mapping):
             return run
-        head = run.get("head_repository")
-        base = run.get("repository")
-        head_name = head.get("full_name") if isinstance(head, Mapping) else None
-        base_name = base.get("full_name") if isinstance(base, Mapping) else repo
-        if head_name is not None and str(head_name).casefold() == str(base_name).casefold():
+        if not from_elsewhere(run, repo) or not self.is_public(repo):
             return run
-        if not self.is_public(repo):
-            return run
-        return {**run, "display_title": None, WITHHELD: "the author of a pull request from another repository"}
+        return {**run, "display_title": None, WITHHELD: FROM_ELSEWHERE}
+
+    def run_withheld(self, repo: str, run_id: int) -> bool:
+        """Whether what run `run_id` printed and named (its jobs' logs, job and step names) is withheld: lockdown
+        is on, the repository is public, and the run is of a pull request from another repository, whose head
+        (workflow file included) its author wrote. A failure to ask GitHub is the tool's failure: nothing shown."""
+        if not self.enabled or not self.is_public(repo):
+            return False
+        key = (repo.casefold(), run_id)
+        with self._lock:
+            known = self._runs.get(key)
+            if known is not None:
+                self._runs.move_to_end(key)
+                return known
+        run = self.api.get(f"/repos/{repo}/actions/runs/{run_id}", what=f"where run {run_id} came from (lockdown)")
+        elsewhere = from_elsewhere(run, repo)
+        with self._lock:  # a run's head repository never changes: kept until crowded out
+            self._runs[key] = elsewhere
+            while len(self._runs) > MAX_RUNS:
+                self._runs.popitem(last=False)
+        return elsewhere
+
+    def job_withheld(self, repo: str, job_id: int) -> bool:
+        """Whether the log of job `job_id` is withheld (its run's, see `run_withheld`). Costs one request
+        (`GET /repos/{repo}/actions/jobs/{job_id}`, for the run's id) and, once per run, the run's own."""
+        if not self.enabled or not self.is_public(repo):
+            return False
+        key = (repo.casefold(), job_id)
+        with self._lock:
+            run_id = self._jobs.get(key)
+        if run_id is None:
+            job = self.api.get(f"/repos/{repo}/actions/jobs/{job_id}", what=f"the run of job {job_id} (lockdown)")
+            run_id = job.get("run_id") if isinstance(job, Mapping) else None
+            if not isinstance(run_id, int) or isinstance(run_id, bool):
+                # GitHub did not say which run: the log cannot be vouched for (withholding is the safe mistake).
+                return True
+            with self._lock:  # a job stays in its run
+                self._jobs[key] = run_id
+                while len(self._jobs) > MAX_RUNS:
+                    self._jobs.popitem(last=False)
+        return self.run_withheld(repo, run_id)
 
     def scrub_all(self, things: list[Any], repo: str) -> list[Any]:
         return [self.scrub(thing, repo) for thing in things]
@@ -111,3 +151,15 @@ class Lockdown:
             while len(self._public) > MAX_REPOSITORIES:
                 self._public.popitem(last=False)
         return public
+
+
+def from_elsewhere(run: Any, repo: str) -> bool:
+    """Whether a workflow run (GitHub's JSON) ran the head of another repository: a pull request from a fork.
+    No head repository named counts as elsewhere (withholding is the safe mistake)."""
+    if not isinstance(run, Mapping):
+        return True
+    head = run.get("head_repository")
+    base = run.get("repository")
+    head_name = head.get("full_name") if isinstance(head, Mapping) else None
+    base_name = base.get("full_name") if isinstance(base, Mapping) else repo
+    return head_name is None or str(head_name).casefold() != str(base_name).casefold()
