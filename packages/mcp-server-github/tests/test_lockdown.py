@@ -1,5 +1,6 @@
 """Lockdown (`--lockdown`): in a public repository, text by authors without push access never reaches the model,
-in any tool that shows it (issues, comments, pull requests, reviews, review comments, searches), on both tracks.
+in any tool that shows it (issues, comments, pull requests, reviews, review comments, searches, and the runs,
+jobs and job logs of pull requests from forks), on both tracks.
 
 The fake carries `author_association` where GitHub does (issues, pull requests, comments, reviews, review
 comments, search hits); test_fake_github.py checks those answers against GitHub's OpenAPI description.

@@ -3,7 +3,8 @@
 Against the known attack on agents that read GitHub: anyone may open an issue or comment in a public repository,
 and its text can tell the agent to do something else (copy a private repository out, push a change). With
 lockdown on, the titles and bodies of issues, pull requests, comments, reviews and review comments by such
-authors never reach the model: the answer says the text was withheld and who wrote it, with their standing.
+authors, and the logs of the workflow runs of pull requests from forks, never reach the model: the answer says
+the text was withheld and who wrote it, with their standing.
 Private repositories are not affected: everyone who can write there was let in by its owners.
 
 Who counts as trusted. GitHub's own server (github-mcp-server, `--lockdown-mode`) asks GitHub for each author's
@@ -16,6 +17,14 @@ field GitHub itself labels authors with in its web pages. What it gives up: MEMB
 organization, and COLLABORATOR may be an outside collaborator with read or triage access only; both are people
 the repository's owners let in, so the attacker this mode is against (a stranger) stays out either way. A value
 GitHub adds later is not trusted until it is added here.
+
+Workflow runs have no `author_association`. A run of a pull request from another repository (its head repository
+is not the base: `from_elsewhere`) ran the commands and the workflow file of that head, which its author wrote,
+so its title (the pull request's), its jobs' logs and its job and step names are withheld whoever the author is:
+a run carries no `author_association` of its pull request (GitHub leaves a fork's run's `pull_requests` empty),
+and a fork's pull request by a collaborator is rare enough that finding it is not worth a search per run.
+Which run a job belongs to and where a run came from are asked once each (`GET .../actions/jobs/{id}`,
+`GET .../actions/runs/{id}`) and kept, at most `MAX_RUNS` of each: neither ever changes.
 
 Whether a repository is public is asked once per repository (`GET /repos/{repo}`) and kept `VISIBILITY_TTL_S`;
 if GitHub does not say, the repository is taken to be public (withholding is the safe mistake).
