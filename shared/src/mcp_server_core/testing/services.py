@@ -11,7 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -56,11 +56,7 @@ def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + PATIENCE_S
-        while not _answers(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {port} did not answer PING (exit code {process.poll()})")
-            time.sleep(0.02)
+        _until(process, lambda: _answers(port), lambda: f"redis-server on port {port} did not answer PING")
         yield process
     finally:
         if process.poll() is None:
@@ -106,14 +102,13 @@ http {{
         argv = [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"]
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
         stack.callback(_stop, process)
-        deadline = time.monotonic() + PATIENCE_S
-        while not _accepts(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                said = (folder / "stderr.log").read_text(errors="replace")
-                if (folder / "error.log").exists():
-                    said += (folder / "error.log").read_text(errors="replace")
-                raise RuntimeError(f"nginx did not listen on {port} (exit code {process.poll()}): {said[-2000:]}")
-            time.sleep(0.02)
+        logs = [folder / "stderr.log", folder / "error.log"]
+
+        def why_not() -> str:
+            said = "".join(log.read_text(errors="replace") for log in logs if log.exists())
+            return f"nginx did not listen on {port}: {said[-2000:]}"
+
+        _until(process, lambda: _accepts(port), why_not)
         yield f"http://127.0.0.1:{port}"
 
 
@@ -131,26 +126,31 @@ def haproxy(config: Path, port: int, *, log: IO[bytes] | None = None) -> Iterato
 @contextlib.contextmanager
 def _gateway(name: str, argv: list[str], port: int, output: IO[bytes] | int) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(argv, stdout=output, stderr=subprocess.PIPE)
+
+    def why_not() -> str:
+        process.kill()
+        _, said = process.communicate()
+        return f"{name} did not listen on port {port}: {said!r}"
+
     try:
-        deadline = time.monotonic() + PATIENCE_S
-        while not _accepts(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                _, said = process.communicate()
-                raise RuntimeError(f"{name} did not listen on port {port} (exit code {process.returncode}): {said!r}")
-            time.sleep(0.02)
+        _until(process, lambda: _accepts(port), why_not)
         yield process
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        _stop(process)
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def _until(process: subprocess.Popen[bytes], ready: Callable[[], bool], why_not: Callable[[], str]) -> None:
+    """Wait until `ready()` (the service answers), failing with `why_not()` and the exit code once the process has
+    exited or the kit's patience has run out: readiness, never a guessed sleep."""
+    deadline = time.monotonic() + PATIENCE_S
+    while not ready():
+        if process.poll() is not None or time.monotonic() > deadline:
+            message = why_not()
+            raise RuntimeError(f"{message} (exit code {process.poll()})")
+        time.sleep(0.02)
 
 
 def _accepts(port: int) -> bool:
