@@ -36,7 +36,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mcp_server_core import ToolFailure
 
@@ -52,6 +52,9 @@ VISIBILITY_TTL_S = 300.0
 MAX_REPOSITORIES = 1_024
 MAX_RUNS = 4_096
 """Runs (and, apart, jobs) whose origin is kept: a few dozen bytes each."""
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 FROM_ELSEWHERE = "the author of a pull request from another repository"
 
@@ -70,10 +73,9 @@ class Lockdown:
     def __init__(self, api: GitHubApi, *, enabled: bool) -> None:
         self.api = api
         self.enabled = enabled
-        self._public: OrderedDict[str, tuple[bool, float]] = OrderedDict()
-        self._runs: OrderedDict[tuple[str, int], bool] = OrderedDict()
-        self._jobs: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self._lock = threading.Lock()
+        self._public: _Recent[str, tuple[bool, float]] = _Recent(MAX_REPOSITORIES)
+        self._runs: _Recent[tuple[str, int], bool] = _Recent(MAX_RUNS)
+        self._jobs: _Recent[tuple[str, int], int] = _Recent(MAX_RUNS)
 
     def scrub(self, thing: Any, repo: str) -> Any:
         """`thing` (an issue, pull request, comment, review or review comment as GitHub sends it) as the tool may
@@ -106,17 +108,12 @@ class Lockdown:
         if not self.enabled or not self.is_public(repo):
             return False
         key = (repo.casefold(), run_id)
-        with self._lock:
-            known = self._runs.get(key)
-            if known is not None:
-                self._runs.move_to_end(key)
-                return known
+        known = self._runs.get(key)
+        if known is not None:
+            return known
         run = self.api.get(f"/repos/{repo}/actions/runs/{run_id}", what=f"where run {run_id} came from (lockdown)")
         elsewhere = from_elsewhere(run, repo)
-        with self._lock:  # a run's head repository never changes: kept until crowded out
-            self._runs[key] = elsewhere
-            while len(self._runs) > MAX_RUNS:
-                self._runs.popitem(last=False)
+        self._runs.put(key, elsewhere)  # a run's head repository never changes: kept until crowded out
         return elsewhere
 
     def job_withheld(self, repo: str, job_id: int) -> bool:
@@ -125,18 +122,14 @@ class Lockdown:
         if not self.enabled or not self.is_public(repo):
             return False
         key = (repo.casefold(), job_id)
-        with self._lock:
-            run_id = self._jobs.get(key)
+        run_id = self._jobs.get(key)
         if run_id is None:
             job = self.api.get(f"/repos/{repo}/actions/jobs/{job_id}", what=f"the run of job {job_id} (lockdown)")
             run_id = job.get("run_id") if isinstance(job, Mapping) else None
             if not isinstance(run_id, int) or isinstance(run_id, bool):
                 # GitHub did not say which run: the log cannot be vouched for (withholding is the safe mistake).
                 return True
-            with self._lock:  # a job stays in its run
-                self._jobs[key] = run_id
-                while len(self._jobs) > MAX_RUNS:
-                    self._jobs.popitem(last=False)
+            self._jobs.put(key, run_id)  # a job stays in its run
         return self.run_withheld(repo, run_id)
 
     def scrub_all(self, things: list[Any], repo: str) -> list[Any]:
@@ -145,21 +138,40 @@ class Lockdown:
     def is_public(self, repo: str) -> bool:
         key = repo.casefold()
         now = time.monotonic()
-        with self._lock:
-            known = self._public.get(key)
-            if known is not None and known[1] > now:
-                self._public.move_to_end(key)
-                return known[0]
+        known = self._public.get(key)
+        if known is not None and known[1] > now:
+            return known[0]
         try:
             data = self.api.get(f"/repos/{repo}", what=f"whether {repo} is public (lockdown)")
             public = data.get("private") is not True
         except ToolFailure:
             return True  # unknown: withhold, and ask again next time
-        with self._lock:
-            self._public[key] = (public, now + VISIBILITY_TTL_S)
-            while len(self._public) > MAX_REPOSITORIES:
-                self._public.popitem(last=False)
+        self._public.put(key, (public, now + VISIBILITY_TTL_S))
         return public
+
+
+class _Recent(Generic[K, V]):
+    """What lockdown learned from GitHub (a repository's visibility, a run's origin, a job's run), at most `most`
+    entries, the least recently used leaving first; safe across the tool threads."""
+
+    def __init__(self, most: int) -> None:
+        self._most = most
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._most:
+                self._entries.popitem(last=False)
 
 
 def from_elsewhere(run: Any, repo: str) -> bool:
