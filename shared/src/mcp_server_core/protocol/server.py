@@ -382,8 +382,8 @@ class ReferenceServer(FastMCP[Any]):
                 raise
             raise ToolError(message) from exc
         await self.flows.record(reads, context)
-        result = self._within_budget(name, result)
-        annotate_call(self._toolset_of(name), "ok", size=_result_bytes(result))
+        result, size = self._within_budget(name, result)
+        annotate_call(self._toolset_of(name), "ok", size=size)
         return result
 
     async def _callable(self, name: str, version: VersionSpec | None) -> bool:
@@ -408,14 +408,16 @@ class ReferenceServer(FastMCP[Any]):
         # Outside a request (a direct call_tool, as in-process code makes) there is no one to ask.
         return made if made.request_context is not None else None
 
-    def _within_budget(self, name: str, result: ToolResult) -> ToolResult:
+    def _within_budget(self, name: str, result: ToolResult) -> tuple[ToolResult, int]:
         """The last check every answer passes: text and structured content within twice the tool's text budget
         (budget.py). The helpers' own tools already fit (conventions.answer_of); a tool built by hand, or one
-        that returns a ToolResult itself, is cut here, so no tool of any server can send more."""
+        that returns a ToolResult itself, is cut here, so no tool of any server can send more. With the answer,
+        its size as measured (the call's span carries it: measured once)."""
         definition = self.toolsets.definition(name)
         budget = definition.budget if definition else DEFAULT_BUDGET
-        if _result_bytes(result) <= 2 * budget:
-            return result
+        size = _result_bytes(result)
+        if size <= 2 * budget:
+            return result, size
         hint = definition.continue_hint if definition else "ask for less"
         content: list[mcp_types.ContentBlock] = []
         room = budget
@@ -429,8 +431,9 @@ class ReferenceServer(FastMCP[Any]):
         structured = result.structured_content
         if structured is not None:
             structured = fit_structure(structured, 2 * budget - (budget - room))
-        logger.warning("tool %r answered over its budget and was cut (%d bytes)", name, _result_bytes(result))
-        return ToolResult(content=content, structured_content=structured, meta=result.meta)
+        logger.warning("tool %r answered over its budget and was cut (%d bytes)", name, size)
+        cut = ToolResult(content=content, structured_content=structured, meta=result.meta)
+        return cut, _result_bytes(cut)
 
     def _failed(self, name: str, category: str, *, timed_out: bool = False) -> None:
         """Why a call failed, for its audit line and its span (the span is current here, not in the audit)."""
